@@ -1,0 +1,20 @@
+# axisrl: how agentic-RL data scales. Layout, stages and keys: ../shared/DESIGN.md and README.md.
+from snakemake.utils import min_version
+
+min_version("9.0")
+
+
+configfile: "config/config.yaml"
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/synthesize.smk"
+include: "workflow/rules/dedup.smk"
+include: "workflow/rules/catalog.smk"
+
+
+rule all:
+    default_target: True
+    input:
+        rules.dedup.output,
+        rules.catalog.output,

@@ -1,0 +1,50 @@
+"""Shared fixtures: the repository's config and schema, and a copy of the workflow in a temp dir."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from axisrl.config import load_config, load_yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+SCHEMA_PATH = ROOT / "config" / "schema.yaml"
+DEFAULT_CONFIG = ROOT / "config" / "config.yaml"
+SMOKE_CONFIG = ROOT / "config" / "studies" / "smoke.yaml"
+
+
+@pytest.fixture(scope="session")
+def schema() -> dict:
+    return load_yaml(SCHEMA_PATH)
+
+
+@pytest.fixture(scope="session")
+def smoke_config() -> dict:
+    return load_config(DEFAULT_CONFIG, SMOKE_CONFIG, schema_path=SCHEMA_PATH)
+
+
+def copy_workflow(dest: Path) -> Path:
+    """A runnable copy of the workflow (what a clean clone holds), without results."""
+    shutil.copy(ROOT / "Snakefile", dest / "Snakefile")
+    for folder in ("config", "workflow", "envs"):
+        shutil.copytree(ROOT / folder, dest / folder, ignore=shutil.ignore_patterns("__pycache__", "axisrl"))
+    return dest
+
+
+def snakemake(workdir: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    """Run the real Snakemake CLI in ``workdir``; output (Snakemake logs to stdout) is returned."""
+    cmd = [sys.executable, "-m", "snakemake", "--directory", str(workdir), "--snakefile",
+           str(workdir / "Snakefile"), *args]
+    done = subprocess.run(cmd, capture_output=True, text=True, cwd=workdir)
+    if check and done.returncode != 0:
+        raise AssertionError(f"snakemake {' '.join(args)} failed:\n{done.stdout}\n{done.stderr}")
+    return done
+
+
+@pytest.fixture()
+def workflow_copy(tmp_path: Path) -> Path:
+    return copy_workflow(tmp_path)

@@ -1,0 +1,104 @@
+import json
+
+import polars as pl
+import pyarrow.parquet as pq
+import pytest
+
+from axisrl import artifacts
+from axisrl.artifacts import ArtifactError, catalog, read_artifact, read_meta, write_artifact
+from axisrl.cli import main
+from axisrl.config import StageSpec
+
+SPEC = StageSpec("synthesize", {"synthesize": {"seed": 3, "thetas": [0.1]}}, {"upstream": "abcdef012345"})
+FRAME = pl.DataFrame({"task_id": ["a", "b", "c"], "n_steps": [1, 2, 3], "edits": [["x"], [], ["y", "z"]]})
+
+
+@pytest.fixture()
+def artifact(tmp_path):
+    path = tmp_path / "results" / "synthesize" / SPEC.key / "tasks.parquet"
+    write_artifact(FRAME, path, SPEC)
+    return path
+
+
+def test_roundtrip_keeps_data_and_the_config_that_was_hashed(artifact):
+    assert read_artifact(artifact, "synthesize").equals(FRAME)
+    assert pl.read_parquet(artifact).equals(FRAME)
+    meta = read_meta(artifact)
+    assert (meta.stage, meta.key, meta.inputs) == ("synthesize", SPEC.key, SPEC.inputs)
+    assert StageSpec(meta.stage, meta.config, meta.inputs).key == meta.key
+    assert set(meta.libraries) == {"polars", "pyarrow", "numpy"}
+
+
+def test_wrong_stage_is_refused(artifact):
+    with pytest.raises(ArtifactError, match="written by stage 'synthesize', expected 'dedup'"):
+        read_artifact(artifact, "dedup")
+
+
+def test_failed_write_leaves_nothing_behind(tmp_path, monkeypatch):
+    def write_half_then_die(table, where, **kwargs):
+        with open(where, "wb") as handle:
+            handle.write(b"PAR1 half a file")
+        raise KeyboardInterrupt  # as a kill would interrupt it
+
+    monkeypatch.setattr(artifacts.pq, "write_table", write_half_then_die)
+    target = tmp_path / "out" / "envs.parquet"
+    with pytest.raises(KeyboardInterrupt):
+        write_artifact(FRAME, target, SPEC)
+    assert list(target.parent.iterdir()) == []
+
+
+def test_truncated_file_gives_one_clear_error_naming_it(artifact):
+    data = artifact.read_bytes()
+    artifact.write_bytes(data[: len(data) // 2])
+    with pytest.raises(ArtifactError) as caught:
+        read_artifact(artifact)
+    message = str(caught.value)
+    assert str(artifact) in message and "truncated or corrupt" in message and "\n" not in message
+
+
+def test_missing_file_is_named(tmp_path):
+    with pytest.raises(ArtifactError, match="missing artifact"):
+        read_artifact(tmp_path / "nope.parquet")
+
+
+def test_other_schema_version_is_refused_with_the_version_named(artifact, monkeypatch):
+    monkeypatch.setattr(artifacts, "SCHEMA_VERSION", 99)
+    with pytest.raises(ArtifactError, match="schema version 1, this axisrl reads version 99"):
+        read_artifact(artifact)
+
+
+def test_foreign_parquet_is_refused(tmp_path):
+    path = tmp_path / "foreign.parquet"
+    FRAME.write_parquet(path)
+    with pytest.raises(ArtifactError, match="not an axisrl artifact"):
+        read_meta(path)
+
+
+def test_catalog_lists_artifacts_and_flags_broken_ones(artifact):
+    results = artifact.parents[2]
+    broken = results / "dedup" / "000000000000" / "x.parquet"
+    broken.parent.mkdir(parents=True)
+    broken.write_bytes(b"not parquet")
+    listed = catalog(results)
+    assert listed.height == 2
+    good = listed.filter(pl.col("error").is_null()).row(0, named=True)
+    assert (good["stage"], good["key"], good["rows"]) == ("synthesize", SPEC.key, 3)
+    assert json.loads(good["config"]) == SPEC.config
+    assert listed.filter(pl.col("error").is_not_null())["path"].to_list() == [str(broken)]
+
+
+def test_cli_show_and_catalog(artifact, capsys):
+    assert main(["show", str(artifact)]) == 0
+    shown = capsys.readouterr().out
+    for expected in ("stage synthesize", SPEC.key, "3 rows x 3 columns", "n_steps: Int64", '"seed": 3'):
+        assert expected in shown
+    assert main(["catalog", str(artifact.parents[2])]) == 0
+    assert SPEC.key in capsys.readouterr().out
+
+
+def test_cli_error_is_one_line_and_exit_code_2(tmp_path, capsys):
+    bad = tmp_path / "bad.parquet"
+    bad.write_bytes(b"garbage")
+    assert main(["show", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and str(bad) in err

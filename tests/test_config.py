@@ -1,0 +1,82 @@
+import copy
+
+import pytest
+
+from axisrl.config import ConfigError, StageSpec, canonical_json, load_yaml, stage_specs, validate_config
+
+from conftest import DEFAULT_CONFIG
+
+
+def keys(config: dict, schema: dict) -> dict[str, str]:
+    return {stage: spec.key for stage, spec in stage_specs(validate_config(config, schema), schema).items()}
+
+
+@pytest.fixture()
+def default() -> dict:
+    return load_yaml(DEFAULT_CONFIG)
+
+
+def test_empty_config_gets_every_default_and_hashes_like_the_explicit_default(default, schema):
+    implicit = validate_config({}, schema)
+    assert implicit == validate_config(default, schema)
+    assert keys({}, schema) == keys(default, schema)
+
+
+@pytest.mark.parametrize(
+    ("overlay", "named"),
+    [
+        ({"synthesize": {"n_wrolds": 3}}, "'n_wrolds' was unexpected"),
+        ({"nonsense": 1}, "'nonsense' was unexpected"),
+        ({"synthesize": {"n_worlds": "many"}}, "synthesize.n_worlds: 'many' is not of type 'integer'"),
+        ({"synthesize": {"n_worlds": 0}}, "synthesize.n_worlds: 0 is less than the minimum of 1"),
+        ({"synthesize": {"tables": {"min": 4, "max": 3}}}, "synthesize.tables: min 4 exceeds max 3"),
+        ({"dedup": {"theta": 0.25}}, "dedup.theta: 0.25 is not one of dedup.thetas"),
+        ({"synthesize": {"heldout": {"seed": 0}}}, "synthesize.heldout.seed: must differ"),
+        ({"dedup": {"embedding": {"bogus": True}}}, "dedup.embedding: Additional properties"),
+    ],
+)
+def test_bad_config_names_the_key_and_the_reason(overlay, named, schema):
+    with pytest.raises(ConfigError, match=None) as caught:
+        validate_config(overlay, schema)
+    assert named in str(caught.value)
+
+
+def test_strings_from_snakemake_config_flag_are_coerced_by_schema(schema):
+    # `--config synthesize={n_worlds: 3}` delivers nested scalars as strings.
+    config = validate_config({"synthesize": {"n_worlds": "3"}, "dedup": {"thetas": ["0.1", "0.2"], "theta": "0.1"}},
+                             schema)
+    assert config["synthesize"]["n_worlds"] == 3
+    assert config["dedup"]["thetas"] == [0.1, 0.2]
+
+
+def test_dedup_change_moves_dedup_key_only_and_synthesis_change_moves_all(default, schema):
+    base = keys(default, schema)
+    changed_dedup = copy.deepcopy(default)
+    changed_dedup["dedup"]["thetas"] = [0.1, 0.15]
+    moved = keys(changed_dedup, schema)
+    assert moved["synthesize"] == base["synthesize"] and moved["embed"] == base["embed"]
+    assert moved["dedup"] != base["dedup"]
+
+    changed_model = copy.deepcopy(default)
+    changed_model["dedup"]["embedding"]["model"] = "some/other-model"
+    moved = keys(changed_model, schema)
+    assert moved["synthesize"] == base["synthesize"]
+    assert moved["embed"] != base["embed"] and moved["dedup"] != base["dedup"]
+
+    changed_synthesis = copy.deepcopy(default)
+    changed_synthesis["synthesize"]["seed"] = 7
+    moved = keys(changed_synthesis, schema)
+    assert all(moved[stage] != base[stage] for stage in base)
+
+
+def test_speed_only_options_do_not_move_keys(default, schema):
+    faster = copy.deepcopy(default)
+    faster["dedup"]["block_size"] = 17
+    faster["dedup"]["embedding"]["batch_size"] = 3
+    assert keys(faster, schema) == keys(default, schema)
+
+
+def test_integral_floats_hash_like_ints():
+    assert canonical_json({"a": 1.0, "b": [2.0, 0.5]}) == canonical_json({"a": 1, "b": [2, 0.5]})
+    assert StageSpec("s", {"x": 1.0}).key == StageSpec("s", {"x": 1}).key
+    assert StageSpec("s", {"x": 1}).key != StageSpec("s", {"x": 2}).key

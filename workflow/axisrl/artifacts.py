@@ -1,0 +1,139 @@
+"""Parquet artifacts that carry their own provenance, written atomically.
+
+Every artifact's file metadata says which stage and key wrote it, the config that was hashed into
+the key, the upstream keys, and the versions of axisrl and the libraries that wrote it, so any
+Parquet file under ``results/`` explains itself without the workflow that made it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from importlib.metadata import version as package_version
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from axisrl import __version__
+from axisrl.config import SCHEMA_VERSION, StageSpec, canonical_json
+
+PREFIX = "axisrl."
+CATALOG_NAME = "catalog.parquet"
+LIBRARIES = ("polars", "pyarrow", "numpy")
+
+
+class ArtifactError(RuntimeError):
+    """An artifact that cannot be used: missing, unreadable, foreign, or from another schema version."""
+
+
+@dataclass(frozen=True)
+class ArtifactMeta:
+    stage: str
+    key: str
+    config: dict[str, Any]
+    inputs: dict[str, str]
+    version: str
+    schema_version: int
+    created: str
+    libraries: dict[str, str]
+
+
+def write_artifact(frame: pl.DataFrame, path: str | Path, spec: StageSpec) -> None:
+    """Write ``frame`` with provenance metadata; the file appears complete or not at all."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    metadata = {
+        "stage": spec.stage,
+        "key": spec.key,
+        "config": canonical_json(spec.config),
+        "inputs": canonical_json(spec.inputs),
+        "version": __version__,
+        "schema_version": str(SCHEMA_VERSION),
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "libraries": canonical_json({name: package_version(name) for name in LIBRARIES}),
+    }
+    table = frame.to_arrow()
+    table = table.replace_schema_metadata(
+        {**(table.schema.metadata or {}), **{f"{PREFIX}{k}".encode(): v.encode() for k, v in metadata.items()}}
+    )
+    handle, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(handle)
+    try:
+        pq.write_table(table, tmp, compression="zstd")
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _raw_metadata(path: Path) -> dict[str, str]:
+    if not path.exists():
+        raise ArtifactError(f"{path}: missing artifact (run the stage that writes it)")
+    try:
+        schema = pq.read_schema(path)
+    except (pa.ArrowException, OSError) as exc:
+        raise ArtifactError(f"{path}: not a readable Parquet file (truncated or corrupt): {exc}") from None
+    raw = {k.decode(): v.decode() for k, v in (schema.metadata or {}).items() if k.startswith(PREFIX.encode())}
+    return {k.removeprefix(PREFIX): v for k, v in raw.items()}
+
+
+def read_meta(path: str | Path) -> ArtifactMeta:
+    """Provenance of an artifact; refuses files axisrl did not write or wrote under another schema."""
+    path = Path(path)
+    raw = _raw_metadata(path)
+    if "stage" not in raw:
+        raise ArtifactError(f"{path}: not an axisrl artifact (no axisrl metadata)")
+    if int(raw["schema_version"]) != SCHEMA_VERSION:
+        raise ArtifactError(
+            f"{path}: written with artifact schema version {raw['schema_version']}, this axisrl reads "
+            f"version {SCHEMA_VERSION}; use a fresh results folder or the axisrl release that wrote it"
+        )
+    return ArtifactMeta(
+        stage=raw["stage"],
+        key=raw["key"],
+        config=json.loads(raw["config"]),
+        inputs=json.loads(raw["inputs"]),
+        version=raw["version"],
+        schema_version=int(raw["schema_version"]),
+        created=raw["created"],
+        libraries=json.loads(raw["libraries"]),
+    )
+
+
+def read_artifact(path: str | Path, stage: str | None = None) -> pl.DataFrame:
+    """Read an artifact, checking it is intact and (if given) written by ``stage``."""
+    path = Path(path)
+    meta = read_meta(path)
+    if stage is not None and meta.stage != stage:
+        raise ArtifactError(f"{path}: written by stage '{meta.stage}', expected '{stage}'")
+    try:
+        return pl.from_arrow(pq.read_table(path))
+    except (pa.ArrowException, OSError) as exc:
+        raise ArtifactError(f"{path}: not a readable Parquet file (truncated or corrupt): {exc}") from None
+
+
+def catalog(results: str | Path) -> pl.DataFrame:
+    """One row per Parquet artifact under ``results``; unreadable files are listed with their error."""
+    results = Path(results)
+    rows = []
+    for path in sorted(results.rglob("*.parquet")):
+        if path.name == CATALOG_NAME and path.parent == results:
+            continue
+        row: dict[str, Any] = {"stage": None, "key": None, "path": str(path), "created": None, "rows": None,
+                               "version": None, "config": None, "error": None}
+        try:
+            meta = read_meta(path)
+            row.update(stage=meta.stage, key=meta.key, created=meta.created, version=meta.version,
+                       config=canonical_json(meta.config), rows=pq.read_metadata(path).num_rows)
+        except ArtifactError as exc:
+            row["error"] = str(exc)
+        rows.append(row)
+    schema = {"stage": pl.String, "key": pl.String, "path": pl.String, "created": pl.String, "rows": pl.Int64,
+              "version": pl.String, "config": pl.String, "error": pl.String}
+    return pl.DataFrame(rows, schema=schema)

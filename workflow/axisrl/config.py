@@ -1,0 +1,182 @@
+"""Study configuration: validation against the JSON Schema, defaults, and stage keys.
+
+A stage key is a short hash of everything that determines the stage's outputs: the stage name,
+the artifact schema version, the stage's validated config section (defaults filled, options that
+only affect speed removed) and the keys of its upstream stages. Outputs live under
+``results/<stage>/<key>/``, so a changed setting is a new path and an unchanged one is reused.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+
+SCHEMA_VERSION = 1
+"""Version of the artifact layout; bumped when a stage's columns or metadata change meaning."""
+
+KEY_LENGTH = 12
+UNHASHED = "x-hashed"
+"""Schema annotation: ``x-hashed: false`` marks an option that changes speed, never results."""
+
+
+class ConfigError(ValueError):
+    """A config that must not start a run; the message names every offending key."""
+
+
+def load_yaml(path: str | Path) -> Any:
+    with open(path) as handle:
+        return yaml.safe_load(handle)
+
+
+def _fill_defaults(validator_class: type) -> type:
+    """The jsonschema FAQ recipe: fill ``default`` values while validating."""
+    validate_properties = validator_class.VALIDATORS["properties"]
+
+    def set_defaults(validator, properties, instance, schema):
+        if isinstance(instance, dict):
+            for name, subschema in properties.items():
+                if "default" in subschema:
+                    instance.setdefault(name, copy.deepcopy(subschema["default"]))
+        yield from validate_properties(validator, properties, instance, schema)
+
+    return jsonschema.validators.extend(validator_class, {"properties": set_defaults})
+
+
+_DefaultFillingValidator = _fill_defaults(jsonschema.Draft202012Validator)
+
+
+def _coerce_strings(value: Any, schema: Mapping[str, Any]) -> Any:
+    """Turn strings into the scalar the schema asks for.
+
+    Snakemake's ``--config key={nested: 1}`` parses nested values with YAML's BaseLoader, so
+    every nested scalar arrives as a string; coercing by schema makes such overrides work.
+    """
+    kind = schema.get("type")
+    if isinstance(value, dict) and "properties" in schema:
+        return {
+            k: _coerce_strings(v, schema["properties"][k]) if k in schema["properties"] else v
+            for k, v in value.items()
+        }
+    if isinstance(value, list) and "items" in schema:
+        return [_coerce_strings(v, schema["items"]) for v in value]
+    if not isinstance(value, str):
+        return value
+    try:
+        if kind == "integer":
+            return int(value)
+        if kind == "number":
+            return float(value)
+    except ValueError:
+        return value
+    if kind == "boolean" and value.lower() in {"true", "false"}:
+        return value.lower() == "true"
+    return value
+
+
+def _error_line(error: jsonschema.ValidationError) -> str:
+    where = ".".join(str(p) for p in error.absolute_path) or "(top level)"
+    if error.validator == "additionalProperties":
+        allowed = sorted(error.schema.get("properties", {}))
+        return f"{where}: {error.message}; allowed keys: {', '.join(allowed)}"
+    return f"{where}: {error.message}"
+
+
+def _cross_checks(cfg: Mapping[str, Any]) -> list[str]:
+    """Constraints between keys that JSON Schema cannot express."""
+    problems = []
+    syn, dedup = cfg["synthesize"], cfg["dedup"]
+    for name in ("tables", "rows_per_table"):
+        if syn[name]["min"] > syn[name]["max"]:
+            problems.append(f"synthesize.{name}: min {syn[name]['min']} exceeds max {syn[name]['max']}")
+    if syn["heldout"]["seed"] == syn["seed"]:
+        problems.append("synthesize.heldout.seed: must differ from synthesize.seed (the held-out pool needs its own seed stream)")
+    if dedup["theta"] not in dedup["thetas"]:
+        problems.append(f"dedup.theta: {dedup['theta']} is not one of dedup.thetas {dedup['thetas']}")
+    return problems
+
+
+def validate_config(config: Mapping[str, Any], schema: Mapping[str, Any]) -> dict[str, Any]:
+    """Return a validated copy of ``config`` with every default filled; raise ConfigError otherwise."""
+    filled = _coerce_strings(copy.deepcopy(dict(config)), schema)
+    errors = sorted(_DefaultFillingValidator(schema).iter_errors(filled), key=lambda e: list(map(str, e.absolute_path)))
+    problems = [_error_line(e) for e in errors] or _cross_checks(filled)
+    if problems:
+        raise ConfigError("invalid config:\n  " + "\n  ".join(problems))
+    return filled
+
+
+def load_config(*paths: str | Path, schema_path: str | Path) -> dict[str, Any]:
+    """Merge YAML files (later ones overlay earlier ones, as ``--configfile`` does) and validate."""
+    merged: dict[str, Any] = {}
+    for path in paths:
+        _deep_update(merged, load_yaml(path) or {})
+    return validate_config(merged, load_yaml(schema_path))
+
+
+def _deep_update(base: dict[str, Any], overlay: Mapping[str, Any]) -> None:
+    for k, v in overlay.items():
+        if isinstance(v, Mapping) and isinstance(base.get(k), dict):
+            _deep_update(base[k], v)
+        else:
+            base[k] = copy.deepcopy(v)
+
+
+def hashed_part(value: Any, schema: Mapping[str, Any]) -> Any:
+    """Drop the options annotated ``x-hashed: false`` (speed-only settings)."""
+    if isinstance(value, dict):
+        props = schema.get("properties", {})
+        return {
+            k: hashed_part(v, props.get(k, {}))
+            for k, v in value.items()
+            if props.get(k, {}).get(UNHASHED, True)
+        }
+    return value
+
+
+def _normalise_numbers(value: Any) -> Any:
+    """Integral floats hash like ints, so ``1.0`` in one file and ``1`` in another agree."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {k: _normalise_numbers(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_normalise_numbers(v) for v in value]
+    return value
+
+
+def canonical_json(value: Any) -> str:
+    return json.dumps(_normalise_numbers(value), sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+
+
+@dataclass(frozen=True)
+class StageSpec:
+    """What a stage's artifacts are keyed by: its config section and its upstream keys."""
+
+    stage: str
+    config: dict[str, Any]
+    inputs: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def key(self) -> str:
+        payload = {"stage": self.stage, "schema_version": SCHEMA_VERSION, "config": self.config, "inputs": self.inputs}
+        return hashlib.sha256(canonical_json(payload).encode()).hexdigest()[:KEY_LENGTH]
+
+    def directory(self, results: str | Path = "results") -> Path:
+        return Path(results) / self.stage / self.key
+
+
+def stage_specs(cfg: Mapping[str, Any], schema: Mapping[str, Any]) -> dict[str, StageSpec]:
+    """Every stage's spec for a validated config, upstream first."""
+    hashed = hashed_part(dict(cfg), schema)
+    synthesize = StageSpec("synthesize", {"domain": hashed["domain"], "synthesize": hashed["synthesize"]})
+    embed = StageSpec("embed", {"embedding": hashed["dedup"]["embedding"]}, {"synthesize": synthesize.key})
+    dedup = StageSpec("dedup", {"dedup": hashed["dedup"]}, {"synthesize": synthesize.key, "embed": embed.key})
+    return {spec.stage: spec for spec in (synthesize, embed, dedup)}

@@ -1,0 +1,177 @@
+"""The workflow's stages as plain functions: read upstream artifacts, compute, write artifacts.
+
+Each function takes the stage's spec (what its key covers), its full validated settings, and
+named input/output paths. Nothing here knows about Snakemake, so a stage can be run and tested
+from Python directly; ``workflow/scripts/*.py`` only forward Snakemake's job to these.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from axisrl import dedup as dedup_math
+from axisrl.artifacts import catalog, read_artifact, write_artifact
+from axisrl.config import StageSpec
+from axisrl.domains import toolworld
+
+log = logging.getLogger("axisrl")
+
+SPLIT_FILES = {"train": ("envs", "tasks"), "heldout": ("heldout_envs", "heldout_tasks")}
+ENV_LEVELS = ("s3", "s2", "s1")
+"""Environment identity levels, coarse to fine: API set / + state schema / + transition semantics."""
+
+
+def synthesize(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, str], outputs: Mapping[str, str]) -> None:
+    """Generate the training and held-out pools of the configured domain."""
+    log.info("synthesizing %s pool", settings["domain"])
+    pool = toolworld.generate_pool(settings["synthesize"])
+    for name, rows in (("envs", pool.envs), ("tasks", pool.tasks),
+                       ("heldout_envs", pool.heldout_envs), ("heldout_tasks", pool.heldout_tasks)):
+        frame = pl.DataFrame(rows, infer_schema_length=None)
+        write_artifact(frame, outputs[name], spec)
+        log.info("wrote %s: %d rows", outputs[name], frame.height)
+
+
+def embed(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, str], outputs: Mapping[str, str]) -> None:
+    """Embed every task instruction once, so threshold changes in dedup never re-embed."""
+    from axisrl.embedding import embed_texts
+
+    tasks = pl.concat([read_artifact(inputs[name], "synthesize").select("task_id", "split", "instruction")
+                       for name in ("tasks", "heldout_tasks")])
+    log.info("embedding %d instructions with %s", tasks.height, settings["model"])
+    vectors = embed_texts(tasks["instruction"].to_list(), settings["model"], settings["batch_size"])
+    frame = tasks.select("task_id", "split").with_columns(
+        pl.Series("embedding", vectors, dtype=pl.Array(pl.Float32, vectors.shape[1]))
+    )
+    write_artifact(frame, outputs["embeddings"], spec)
+
+
+def _short_hash(*parts: str) -> str:
+    return hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]
+
+
+def env_signatures(envs: pl.DataFrame) -> pl.DataFrame:
+    """Add the signature columns, the S3/S2/S1 identities and first-occurrence flags per level.
+
+    ``env_s3`` = API set, ``env_s2`` = (API set, schema), ``env_s1`` = (API set, schema,
+    semantics). ``distinct_<level>`` keeps the first row of each identity in generation order,
+    and ``level`` says at which level a distinct (S1) environment first differs from the ones
+    before it: a new API set (S3), a new schema under a seen API set (S2), or new semantics only (S1).
+    """
+    sigs = pl.DataFrame([toolworld.signatures(json.loads(s)) for s in envs["spec"]])
+    frame = pl.concat([envs, sigs], how="horizontal").with_columns(
+        env_s3=pl.col("sig_api"),
+        env_s2=pl.struct("sig_api", "sig_schema").map_elements(
+            lambda s: _short_hash(s["sig_api"], s["sig_schema"]), return_dtype=pl.String),
+        env_s1=pl.struct("sig_api", "sig_schema", "sig_sem").map_elements(
+            lambda s: _short_hash(s["sig_api"], s["sig_schema"], s["sig_sem"]), return_dtype=pl.String),
+    )
+    frame = frame.with_columns(
+        pl.Series(f"distinct_{level}", dedup_math.first_occurrence_keep(frame[f"env_{level}"].to_list()))
+        for level in ENV_LEVELS
+    )
+    level = (pl.when(~pl.col("distinct_s1")).then(None)
+             .when(pl.col("distinct_s3")).then(pl.lit("S3"))
+             .when(pl.col("distinct_s2")).then(pl.lit("S2"))
+             .otherwise(pl.lit("S1")))
+    return frame.with_columns(level=level)
+
+
+def pool_stats(envs: pl.DataFrame, split: str) -> dict[str, Any]:
+    """One row of Table 6: diversity of the signature-distinct environments of a pool."""
+    distinct = envs.filter(pl.col("distinct_s1"))
+    specs = [json.loads(s) for s in distinct["spec"]]
+    counts = {level: int((distinct["level"] == level.upper()).sum()) for level in ENV_LEVELS}
+    n = max(distinct.height, 1)
+    return {
+        "split": split,
+        "n_raw": envs.height,
+        "n_distinct": distinct.height,
+        "n_worlds": distinct["world_id"].n_unique(),
+        "n_skins": envs["skin"].n_unique(),
+        **{f"n_{level}": counts[level] for level in ENV_LEVELS},
+        **{f"share_{level}": counts[level] / n for level in ENV_LEVELS},
+        "jaccard_tools": dedup_math.mean_pairwise_jaccard_distance([toolworld.tool_tokens(s) for s in specs]),
+        "jaccard_schema": dedup_math.mean_pairwise_jaccard_distance([toolworld.schema_tokens(s) for s in specs]),
+        "transition_diversity": dedup_math.mean_pairwise_jaccard_distance(
+            [toolworld.transition_tokens(s) for s in specs]),
+    }
+
+
+def check_heldout_disjoint(train: pl.DataFrame, heldout: pl.DataFrame) -> None:
+    """The held-out T2 tier must share no environment identity or skin with training."""
+    t2 = heldout.filter(pl.col("tier") == "T2")
+    for column in ("env_s1", "skin"):
+        shared = set(t2[column]) & set(train[column])
+        if shared:
+            raise ValueError(f"held-out T2 pool overlaps training: {len(shared)} shared {column} value(s), "
+                             f"e.g. {sorted(shared)[0]}; the held-out split would leak")
+
+
+def theta_column(theta: float) -> str:
+    return f"keep_emb_{theta:g}"
+
+
+def task_keep_flags(tasks: pl.DataFrame, embeddings: pl.DataFrame, thetas: Sequence[float], theta: float,
+                    block_size: int) -> pl.DataFrame:
+    """One keep flag per dedup rule (Table 15) and per embedding threshold (Table 14).
+
+    Rules walk tasks in ``task_id`` order (a content hash, so the order is fixed and unrelated to
+    generation order). ``keep`` is the default rule: embedding distance > ``theta``.
+    """
+    ordered = tasks.join(embeddings.select("task_id", "embedding"), on="task_id", how="left").sort("task_id")
+    missing = ordered["embedding"].null_count()
+    if missing:
+        raise ValueError(f"{missing} task(s) have no embedding; the embed artifact does not match the tasks")
+    vectors = ordered["embedding"].to_numpy().astype(np.float32, copy=False)
+    keeps = dedup_math.greedy_threshold_keep(vectors, thetas, block_size=block_size)
+    flags = ordered.select("task_id").with_columns(
+        keep_raw=pl.lit(True),
+        keep_skill=pl.Series(dedup_math.first_occurrence_keep(list(zip(ordered["env_s1"], ordered["skill_sig"])))),
+        keep_verifier=pl.Series(dedup_math.first_occurrence_keep(list(zip(ordered["env_s1"], ordered["verifier_sig"])))),
+        **{theta_column(t): pl.Series(keeps[t]) for t in thetas},
+    ).with_columns(keep=pl.col(theta_column(theta)))
+    return tasks.join(flags, on="task_id", how="left", maintain_order="left")
+
+
+def task_dedup_summary(tasks: pl.DataFrame, split: str, thetas: Sequence[float]) -> list[dict[str, Any]]:
+    """Effective D_T under each rule: the rows behind Tables 14 and 15."""
+    rules = [("raw", None, "keep_raw"), ("skill_sig", None, "keep_skill"), ("verifier_sig", None, "keep_verifier")]
+    rules += [("embedding", t, theta_column(t)) for t in thetas]
+    return [{"split": split, "rule": rule, "theta": theta, "column": column,
+             "n_raw": tasks.height, "n_kept": int(tasks[column].sum())} for rule, theta, column in rules]
+
+
+def dedup(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, str], outputs: Mapping[str, str]) -> None:
+    """Signature-level environment identity, pool statistics and task keep-flags for both pools."""
+    embeddings = read_artifact(inputs["embeddings"], "embed")
+    envs = {split: env_signatures(read_artifact(inputs[files[0]], "synthesize")) for split, files in SPLIT_FILES.items()}
+    check_heldout_disjoint(envs["train"], envs["heldout"])
+    stats, summary = [], []
+    for split, (env_file, task_file) in SPLIT_FILES.items():
+        log.info("dedup %s: %d raw environments", split, envs[split].height)
+        stats.append(pool_stats(envs[split], split))
+        tasks = read_artifact(inputs[task_file], "synthesize").join(
+            envs[split].select("env_id", "env_s1"), on="env_id", how="left", maintain_order="left")
+        tasks = task_keep_flags(tasks, embeddings, settings["thetas"], settings["theta"], settings["block_size"])
+        summary += task_dedup_summary(tasks, split, settings["thetas"])
+        write_artifact(envs[split], outputs[env_file], spec)
+        write_artifact(tasks, outputs[task_file], spec)
+    write_artifact(pl.DataFrame(stats), outputs["pool_stats"], spec)
+    write_artifact(pl.DataFrame(summary, schema_overrides={"theta": pl.Float64}), outputs["task_dedup"], spec)
+
+
+def build_catalog(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, str],
+                  outputs: Mapping[str, str]) -> None:
+    """List every artifact under ``settings["results"]`` (all keys, not only the current config's)."""
+    frame = catalog(settings["results"])
+    write_artifact(frame, outputs["catalog"], spec)
+    log.info("catalog: %d artifacts", frame.height)
+

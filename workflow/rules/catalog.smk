@@ -1,0 +1,18 @@
+localrules:
+    catalog,
+
+
+rule catalog:
+    input:
+        rules.dedup.output,
+    output:
+        catalog=f"{RESULTS}/catalog.parquet",
+    log:
+        f"{RESULTS}/logs/catalog.log",
+    conda:
+        "../../envs/core.yaml"
+    params:
+        spec=CATALOG_SPEC,
+        settings={"results": RESULTS},
+    script:
+        "../scripts/catalog.py"

@@ -1,0 +1,48 @@
+rule embed:
+    input:
+        tasks=rules.synthesize.output.tasks,
+        heldout_tasks=rules.synthesize.output.heldout_tasks,
+    output:
+        embeddings=f"{stage_dir('embed')}/task_embeddings.parquet",
+    log:
+        stage_log("embed"),
+    conda:
+        "../../envs/core.yaml"
+    threads: 2
+    resources:
+        mem_mb=4000,
+        runtime=60,
+    params:
+        spec=SPECS["embed"],
+        settings=CONFIG["dedup"]["embedding"],
+    script:
+        "../scripts/embed.py"
+
+
+rule dedup:
+    input:
+        envs=rules.synthesize.output.envs,
+        tasks=rules.synthesize.output.tasks,
+        heldout_envs=rules.synthesize.output.heldout_envs,
+        heldout_tasks=rules.synthesize.output.heldout_tasks,
+        embeddings=rules.embed.output.embeddings,
+    output:
+        envs=f"{stage_dir('dedup')}/envs.parquet",
+        tasks=f"{stage_dir('dedup')}/tasks.parquet",
+        heldout_envs=f"{stage_dir('dedup')}/heldout_envs.parquet",
+        heldout_tasks=f"{stage_dir('dedup')}/heldout_tasks.parquet",
+        pool_stats=f"{stage_dir('dedup')}/pool_stats.parquet",
+        task_dedup=f"{stage_dir('dedup')}/task_dedup.parquet",
+    log:
+        stage_log("dedup"),
+    conda:
+        "../../envs/core.yaml"
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=30,
+    params:
+        spec=SPECS["dedup"],
+        settings=CONFIG["dedup"],
+    script:
+        "../scripts/dedup.py"
