@@ -24,6 +24,19 @@ from axisrl.domains import toolworld
 log = logging.getLogger("axisrl")
 
 SPLIT_FILES = {"train": ("envs", "tasks"), "heldout": ("heldout_envs", "heldout_tasks")}
+ENV_COLUMNS = {
+    "env_id": pl.String, "world_id": pl.String, "world_seed": pl.Int64, "variant_index": pl.Int64,
+    "variant_seed": pl.Int64, "content_seed": pl.Int64, "skin_index": pl.Int64, "split": pl.String,
+    "tier": pl.String, "n_tables": pl.Int64, "n_tools": pl.Int64, "n_rows": pl.Int64,
+    "edits": pl.List(pl.String), "vocabulary": pl.List(pl.String), "spec": pl.String,
+}
+TASK_COLUMNS = {
+    "task_id": pl.String, "env_id": pl.String, "skeleton": pl.String, "skill_sig": pl.String,
+    "verifier_sig": pl.String, "instruction": pl.String, "reference": pl.String, "goal": pl.String,
+    "answer": pl.String, "n_steps": pl.Int64, "n_distractors": pl.Int64, "id_depth": pl.Int64,
+    "split": pl.String, "tier": pl.String,
+}
+"""Synthesized columns, fixed so empty pools and all-null columns keep their types."""
 ENV_LEVELS = ("s3", "s2", "s1")
 """Environment identity levels, coarse to fine: API set / + state schema / + transition semantics."""
 
@@ -32,9 +45,10 @@ def synthesize(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str
     """Generate the training and held-out pools of the configured domain."""
     log.info("synthesizing %s pool", settings["domain"])
     pool = toolworld.generate_pool(settings["synthesize"])
-    for name, rows in (("envs", pool.envs), ("tasks", pool.tasks),
-                       ("heldout_envs", pool.heldout_envs), ("heldout_tasks", pool.heldout_tasks)):
-        frame = pl.DataFrame(rows, infer_schema_length=None)
+    for name, rows, columns in (("envs", pool.envs, ENV_COLUMNS), ("tasks", pool.tasks, TASK_COLUMNS),
+                                ("heldout_envs", pool.heldout_envs, ENV_COLUMNS),
+                                ("heldout_tasks", pool.heldout_tasks, TASK_COLUMNS)):
+        frame = pl.DataFrame(rows, schema=columns)
         write_artifact(frame, outputs[name], spec)
         log.info("wrote %s: %d rows", outputs[name], frame.height)
 

@@ -1,0 +1,127 @@
+"""Real Snakemake runs of the workflow in a temp dir (no mocks): dry runs, bad config, the smoke study."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import polars as pl
+import pytest
+import yaml
+
+from axisrl.artifacts import read_meta
+from axisrl.config import StageSpec
+
+from conftest import copy_workflow, snakemake
+
+SMOKE = ("--configfile", "config/studies/smoke.yaml")
+STAGE_FILES = {
+    "synthesize": ("envs", "tasks", "heldout_envs", "heldout_tasks"),
+    "embed": ("task_embeddings",),
+    "dedup": ("envs", "tasks", "heldout_envs", "heldout_tasks", "pool_stats", "task_dedup"),
+}
+
+
+def artifacts(workdir: Path) -> dict[str, Path]:
+    found = {}
+    for stage, names in STAGE_FILES.items():
+        (key_dir,) = (workdir / "results" / stage).iterdir()
+        found.update({f"{stage}/{name}": key_dir / f"{name}.parquet" for name in names})
+    return found
+
+
+@pytest.fixture(scope="module")
+def smoke_run(tmp_path_factory) -> Path:
+    """The smoke study up to dedup and the catalog, run once for the module."""
+    workdir = copy_workflow(tmp_path_factory.mktemp("smoke"))
+    snakemake(workdir, "--cores", "2", *SMOKE)
+    return workdir
+
+
+def test_dry_run_of_the_default_config(workflow_copy):
+    done = snakemake(workflow_copy, "-n", "--cores", "2")
+    for rule in ("synthesize", "embed", "dedup", "catalog"):
+        assert f"rule {rule}:" in done.stdout
+    assert not (workflow_copy / "results").exists()
+
+
+def test_bad_config_is_rejected_before_any_job_with_the_key_named(workflow_copy):
+    overlay = workflow_copy / "bad.yaml"
+    overlay.write_text(yaml.safe_dump({"synthesize": {"n_worlds": -2, "rows_per_tabel": 3}}))
+    done = snakemake(workflow_copy, "--cores", "1", "--configfile", str(overlay), check=False)
+    output = done.stdout + done.stderr
+    assert done.returncode != 0
+    assert "synthesize.n_worlds: -2 is less than the minimum of 1" in output
+    assert "'rows_per_tabel' was unexpected" in output
+    assert not (workflow_copy / "results").exists()
+
+
+def test_nested_config_flag_values_work(workflow_copy):
+    done = snakemake(workflow_copy, "-n", "--cores", "1", "--config", "synthesize={n_worlds: 2, seed: 5}")
+    assert "rule synthesize:" in done.stdout
+
+
+@pytest.mark.slow
+def test_smoke_study_writes_readable_artifacts_with_their_config(smoke_run):
+    found = artifacts(smoke_run)
+    for name, path in found.items():
+        frame = pl.read_parquet(path)
+        assert frame.height > 0, name
+        meta = read_meta(path)
+        assert StageSpec(meta.stage, meta.config, meta.inputs).key == meta.key == path.parent.name
+    synth_meta = read_meta(found["synthesize/envs"])
+    smoke = yaml.safe_load((smoke_run / "config/studies/smoke.yaml").read_text())
+    assert synth_meta.config["synthesize"]["n_worlds"] == smoke["synthesize"]["n_worlds"]
+    dedup_meta = read_meta(found["dedup/tasks"])
+    assert dedup_meta.inputs == {"synthesize": synth_meta.key, "embed": read_meta(found["embed/task_embeddings"]).key}
+    listed = pl.read_parquet(smoke_run / "results" / "catalog.parquet")
+    assert set(listed["path"].str.replace(str(smoke_run) + "/", "", literal=True)) >= {
+        str(p.relative_to(smoke_run)) for p in found.values()}
+
+
+@pytest.mark.slow
+def test_cli_reads_the_artifacts(smoke_run):
+    path = artifacts(smoke_run)["dedup/pool_stats"]
+    done = subprocess.run([sys.executable, "-m", "axisrl.cli", "show", str(path)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "stage dedup" in done.stdout and "jaccard_tools" in done.stdout
+    done = subprocess.run([sys.executable, "-m", "axisrl.cli", "catalog", str(smoke_run / "results")],
+                          capture_output=True, text=True)
+    assert done.returncode == 0 and "synthesize" in done.stdout
+
+
+@pytest.mark.slow
+def test_dedup_change_reruns_dedup_only(smoke_run):
+    overlay = smoke_run / "thetas.yaml"
+    overlay.write_text(yaml.safe_dump({"dedup": {"thetas": [0.1, 0.15], "theta": 0.1}}))
+    done = snakemake(smoke_run, "-n", "--cores", "1", *SMOKE, "--configfile", str(overlay))
+    assert "rule dedup:" in done.stdout
+    assert "rule synthesize:" not in done.stdout and "rule embed:" not in done.stdout
+    unchanged = snakemake(smoke_run, "-n", "--cores", "1", *SMOKE)
+    assert "Nothing to be done" in unchanged.stdout
+
+
+@pytest.mark.slow
+def test_same_config_twice_gives_identical_artifact_contents(smoke_run, tmp_path):
+    again = copy_workflow(tmp_path)
+    snakemake(again, "dedup", "--cores", "2", *SMOKE)
+    first, second = artifacts(smoke_run), artifacts(again)
+    for name in first:
+        assert first[name].parent.name == second[name].parent.name
+        assert pl.read_parquet(first[name]).equals(pl.read_parquet(second[name])), name
+
+
+@pytest.mark.slow
+def test_corrupt_upstream_gives_one_error_line_and_no_partial_output(smoke_run, tmp_path):
+    workdir = copy_workflow(tmp_path)
+    snakemake(workdir, "dedup", "--cores", "2", *SMOKE)
+    found = artifacts(workdir)
+    envs = found["synthesize/envs"]
+    envs.write_bytes(envs.read_bytes()[:200])
+    done = snakemake(workdir, "dedup", "--cores", "1", *SMOKE, check=False)
+    assert done.returncode != 0
+    lines = [line for line in (done.stdout + done.stderr).splitlines()
+             if str(envs.relative_to(workdir)) in line and "truncated or corrupt" in line]
+    assert lines, done.stdout + done.stderr
+    assert not any(found[f"dedup/{name}"].exists() for name in STAGE_FILES["dedup"])
