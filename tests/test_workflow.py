@@ -95,7 +95,7 @@ def test_cli_reads_the_artifacts(smoke_run):
 def test_dedup_change_reruns_dedup_only(smoke_run):
     overlay = smoke_run / "thetas.yaml"
     overlay.write_text(yaml.safe_dump({"dedup": {"thetas": [0.1, 0.15], "theta": 0.1}}))
-    done = snakemake(smoke_run, "-n", "--cores", "1", *SMOKE, "--configfile", str(overlay))
+    done = snakemake(smoke_run, "-n", "--cores", "1", *SMOKE, str(overlay))  # --configfile takes several files
     assert "rule dedup:" in done.stdout
     assert "rule synthesize:" not in done.stdout and "rule embed:" not in done.stdout
     unchanged = snakemake(smoke_run, "-n", "--cores", "1", *SMOKE)
