@@ -10,11 +10,12 @@ configfile: "config/config.yaml"
 include: "workflow/rules/common.smk"
 include: "workflow/rules/synthesize.smk"
 include: "workflow/rules/dedup.smk"
+include: "workflow/rules/study.smk"
 include: "workflow/rules/catalog.smk"
 
 
 rule all:
     default_target: True
     input:
-        rules.dedup.output,
+        rules.collect.output,
         rules.catalog.output,

@@ -21,6 +21,7 @@ STAGE_FILES = {
     "embed": ("task_embeddings",),
     "dedup": ("envs", "tasks", "heldout_envs", "heldout_tasks", "pool_stats", "task_dedup"),
 }
+"""Single-key stages; train and evaluate have one key per grid point."""
 
 
 def artifacts(workdir: Path) -> dict[str, Path]:
@@ -41,7 +42,7 @@ def smoke_run(tmp_path_factory) -> Path:
 
 def test_dry_run_of_the_default_config(workflow_copy):
     done = snakemake(workflow_copy, "-n", "--cores", "2")
-    for rule in ("synthesize", "embed", "dedup", "catalog"):
+    for rule in ("synthesize", "embed", "dedup", "plan", "train", "evaluate", "collect", "catalog"):
         assert f"rule {rule}:" in done.stdout
     assert not (workflow_copy / "results").exists()
 
@@ -125,3 +126,18 @@ def test_corrupt_upstream_gives_one_error_line_and_no_partial_output(smoke_run, 
              if str(envs.relative_to(workdir)) in line and "truncated or corrupt" in line]
     assert lines, done.stdout + done.stderr
     assert not any(found[f"dedup/{name}"].exists() for name in STAGE_FILES["dedup"])
+
+
+@pytest.mark.slow
+def test_smoke_study_collects_one_row_per_planned_run(smoke_run):
+    (plan_dir,) = (smoke_run / "results" / "plan").iterdir()
+    (collect_dir,) = (smoke_run / "results" / "collect").iterdir()
+    planned = pl.read_parquet(plan_dir / "runs.parquet")
+    runs = pl.read_parquet(collect_dir / "runs.parquet")
+    assert runs.height == planned.height > 0
+    assert set(runs["run_key"]) == set(planned["run_key"])
+    assert (runs["status"] == "ok").all()
+    assert runs["p_T2"].is_between(0, 1).all() and runs["n_T2"].min() > 0
+    assert (runs["env_steps"] > 0).all() and (runs["rollout_flops"] > 0).all()
+    trained = list((smoke_run / "results" / "train").iterdir())
+    assert len(trained) == planned["point_key"].n_unique()

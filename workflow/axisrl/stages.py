@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -189,3 +190,104 @@ def build_catalog(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[
     write_artifact(frame, outputs["catalog"], spec)
     log.info("catalog: %d artifacts", frame.height)
 
+
+
+def plan(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, str], outputs: Mapping[str, str]) -> None:
+    """Write the plan computed at parse time: one row per run."""
+    frame = pl.DataFrame(settings["runs"], schema_overrides={"worlds": pl.Int64})
+    write_artifact(frame, outputs["runs"], spec)
+    log.info("plan: %d runs over %d grid points", frame.height, frame["point_key"].n_unique())
+
+
+def _single_thread_torch() -> None:
+    """One thread per training job: two threads in one process collapse when another job holds a core."""
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    os.environ.setdefault("MKL_NUM_THREADS", "1")
+    import torch
+
+    torch.set_num_threads(1)
+
+
+def backend_settings(train: Mapping[str, Any], design: Mapping[str, Any]) -> dict[str, Any]:
+    """The tiny backend's settings for a design: the study-wide train config plus the design's axes."""
+    budget = design["budget"]
+    caps = {"max_rollout_steps": train["token_cap"] if budget == "token_cap" else None,
+            "max_flops": train["flop_cap"] if budget == "iso_flop" else None}
+    updates = train["updates"] if budget == "fixed_updates" else train["updates"] * train["capped_update_factor"]
+    fixed = {k: v for k, v in train.items() if k not in ("backend", "token_cap", "flop_cap", "capped_update_factor")}
+    return {**fixed, **caps, "updates": updates, "algo": design["algo"], "width": design["width"],
+            "group_size": design["d_traj"], "reward_density": design["reward_density"]}
+
+
+def train(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, str], outputs: Mapping[str, str]) -> None:
+    """Train every seed of one grid point in one process (process start and torch import are paid once)."""
+    _single_thread_torch()
+    from axisrl.backends.tiny import TrainSettings, save_checkpoint, train as train_policy
+    from axisrl.datasets import select_training_data
+
+    design = settings["design"]
+    envs, tasks = select_training_data(read_artifact(inputs["envs"], "dedup"), read_artifact(inputs["tasks"], "dedup"),
+                                       design)
+    backend = TrainSettings.from_dict(backend_settings(settings["train"], design))
+    metrics, runs = [], []
+    for seed, run, checkpoint in zip(settings["seeds"], settings["run_keys"], outputs["checkpoints"]):
+        log.info("train %s seed %d: %d envs, %d tasks", run, seed, envs.height, tasks.height)
+        result = train_policy(envs.to_dicts(), tasks.to_dicts(), backend, seed,
+                              progress=lambda row: log.info("update %(update)d reward %(reward_mean).3f", row))
+        tail = result.metrics[-max(1, len(result.metrics) // 5):]
+        metrics += [{"run_key": run, "seed": seed, **row} for row in result.metrics]
+        runs.append({"run_key": run, "seed": seed, "status": result.status, "param_hash": result.param_hash,
+                     "train_success": float(np.mean([row["success_mean"] for row in tail])) if tail else None,
+                     **result.compute})
+        save_checkpoint(result, checkpoint)
+    write_artifact(pl.DataFrame(metrics, infer_schema_length=None), outputs["metrics"], spec)
+    write_artifact(pl.DataFrame(runs, infer_schema_length=None), outputs["runs"], spec)
+
+
+def evaluate(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, str],
+             outputs: Mapping[str, str]) -> None:
+    """Greedy rollouts of every seed's policy on the fixed held-out pool (the same pool for every run)."""
+    _single_thread_torch()
+    from axisrl.backends.tiny import evaluate as evaluate_policy, load_policy
+
+    envs = read_artifact(inputs["heldout_envs"], "dedup").to_dicts()
+    tasks = read_artifact(inputs["heldout_tasks"], "dedup").filter(pl.col("keep")).to_dicts()
+    episodes = []
+    for seed, run, checkpoint in zip(settings["seeds"], settings["run_keys"], inputs["checkpoints"]):
+        rows = evaluate_policy(load_policy(checkpoint), envs, tasks, settings["evaluate"]["seed"])
+        episodes += [{"run_key": run, "seed": seed, **row} for row in rows]
+        log.info("evaluate %s: %d episodes, success %.3f", run, len(rows), np.mean([r["success"] for r in rows]))
+    write_artifact(pl.DataFrame(episodes, infer_schema_length=None), outputs["episodes"], spec)
+
+
+TIERS = ("T0", "T1", "T2", "all")
+
+
+def success_by_tier(episodes: pl.DataFrame) -> pl.DataFrame:
+    """Pooled held-out success per run and tier with its binomial SE and the loss ``L = -ln p``.
+
+    ``p`` is clipped to [1/(2n), 1 - 1/(2n)] before the log, so a run with no success has a finite loss.
+    """
+    tiers = pl.concat([episodes, episodes.with_columns(tier=pl.lit("all"))])
+    stats = tiers.group_by("run_key", "tier").agg(n=pl.len(), p=pl.col("success").cast(pl.Float64).mean())
+    stats = stats.with_columns(
+        se=(pl.col("p") * (1 - pl.col("p")) / pl.col("n")).sqrt(),
+        loss=-(pl.col("p").clip(1 / (2 * pl.col("n")), 1 - 1 / (2 * pl.col("n")))).log(),
+    )
+    wide = stats.pivot(on="tier", index="run_key", values=["n", "p", "se", "loss"], separator="_")
+    return wide.select("run_key", *(f"{stat}_{tier}" for tier in TIERS for stat in ("n", "p", "se", "loss")
+                                    if f"{stat}_{tier}" in wide.columns))
+
+
+def collect(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, str],
+            outputs: Mapping[str, str]) -> None:
+    """One row per run: design, held-out success per tier, train success, compute and status."""
+    planned = read_artifact(inputs["plan"], "plan")
+    trained = pl.concat([read_artifact(p, "train") for p in inputs["train_runs"]], how="diagonal_relaxed")
+    episodes = pl.concat([read_artifact(p, "evaluate") for p in inputs["episodes"]], how="diagonal_relaxed")
+    steps = episodes.group_by("run_key").agg(steps_per_trajectory=pl.col("steps").mean())
+    frame = (planned.join(trained.drop("seed"), on="run_key", how="left")
+             .join(success_by_tier(episodes), on="run_key", how="left")
+             .join(steps, on="run_key", how="left"))
+    write_artifact(frame, outputs["runs"], spec)
+    log.info("collect: %d runs, %d failed", frame.height, int((frame["status"] != "ok").sum()))

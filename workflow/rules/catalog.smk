@@ -5,6 +5,7 @@ localrules:
 rule catalog:
     input:
         rules.dedup.output,
+        rules.collect.output,
     output:
         catalog=f"{RESULTS}/catalog.parquet",
     log:

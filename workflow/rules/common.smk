@@ -1,23 +1,32 @@
 # Config validation, stage keys and paths: everything the rules look up, computed once at parse time.
+from dataclasses import asdict
+
 from axisrl.config import (
     ConfigError,
     StageSpec,
+    hashed_part,
     load_yaml,
     stage_specs,
     validate_config,
 )
+from axisrl.plan import study_jobs
 
 RESULTS = "results"
 SCHEMA = load_yaml(f"{workflow.basedir}/config/schema.yaml")
 
 try:
     CONFIG = validate_config(config, SCHEMA)
+    SPECS = stage_specs(CONFIG, SCHEMA)
+    PLAN_SPEC, PLAN_ROWS, POINTS, COLLECT_SPEC = study_jobs(
+        CONFIG, hashed_part(CONFIG, SCHEMA), SPECS["dedup"].key
+    )
 except ConfigError as error:
     raise WorkflowError(str(error)) from None
 
-SPECS = stage_specs(CONFIG, SCHEMA)
+TRAIN = {point.train.key: point for point in POINTS.values()}
+EVALUATE = {point.evaluate.key: point for point in POINTS.values()}
 CATALOG_SPEC = StageSpec(
-    "catalog", {}, {stage: spec.key for stage, spec in SPECS.items()}
+    "catalog", {}, {"collect": COLLECT_SPEC.key, **{s: v.key for s, v in SPECS.items()}}
 )
 
 
@@ -28,3 +37,51 @@ def stage_dir(stage):
 
 def stage_log(stage):
     return f"{RESULTS}/logs/{stage}/{SPECS[stage].key}.log"
+
+
+wildcard_constraints:
+    train_key=r"[0-9a-f]{12}",
+    eval_key=r"[0-9a-f]{12}",
+
+
+def train_spec(wildcards):
+    return TRAIN[wildcards.train_key].train
+
+
+def evaluate_spec(wildcards):
+    return EVALUATE[wildcards.eval_key].evaluate
+
+
+def train_params(wildcards):
+    point = TRAIN[wildcards.train_key]
+    return {
+        "train": CONFIG["train"],
+        "design": asdict(point.design),
+        "seeds": list(point.seeds),
+        "run_keys": list(point.run_keys),
+    }
+
+
+def evaluate_params(wildcards):
+    point = EVALUATE[wildcards.eval_key]
+    return {
+        "evaluate": CONFIG["evaluate"],
+        "seeds": list(point.seeds),
+        "run_keys": list(point.run_keys),
+    }
+
+
+def checkpoints_of(wildcards):
+    point = EVALUATE[wildcards.eval_key]
+    return [
+        f"{RESULTS}/train/{point.train.key}/policy_seed{seed}.pt"
+        for seed in point.seeds
+    ]
+
+
+def all_train_runs():
+    return [f"{RESULTS}/train/{key}/runs.parquet" for key in TRAIN]
+
+
+def all_episodes():
+    return [f"{RESULTS}/evaluate/{key}/episodes.parquet" for key in EVALUATE]

@@ -15,10 +15,15 @@ paired with the surface call that executes it.
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import json
 import random
 import re
+import sys
+from array import array
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from axisrl.domains.toolworld.canon import derive_seed
@@ -156,34 +161,101 @@ class _Slots:
     """Episode-local symbol -> slot token maps. Symbols are ordered by structure and content only."""
 
     def __init__(self, rt: Runtime, episode_seed: int) -> None:
-        tables = list(rt.tables)
-        fields = [(t, f.sym) for t in tables for f in rt.tables[t].fields]
-        entities = [(t, i) for t in tables for i in rt.initial[t]]
-        values: list[Any] = [row["f0"] for t in tables for row in rt.initial[t].values()]
-        values += [(t, f.sym, k) for t in tables for f in rt.tables[t].of_type("enum", "status")
-                   for k in range(f.size)]
-        self.table = self._assign("T", tables, episode_seed)
-        self.field = self._assign("F", fields, episode_seed)
-        self.entity = self._assign("E", entities, episode_seed)
-        self.value = self._assign("V", values, episode_seed)
-        self.extra_entity = self._spare("E", len(entities), episode_seed)
-        self.extra_value = self._spare("V", len(values), episode_seed)
-        self.tool_order = list(range(len(rt.tools) + 1))
-        random.Random(derive_seed(episode_seed, "compact", "tools")).shuffle(self.tool_order)
+        layout = _layout(rt)
+        tables, fields, entities, values = layout.tables, layout.fields, layout.entities, layout.values
+        perms = {kind: _Permutation(derive_seed(episode_seed, "compact", kind),
+                                    max(SLOT_SPACE[kind], len(symbols) + 16))
+                 for kind, symbols in (("T", tables), ("F", fields), ("E", entities), ("V", values))}
+        self.table = self._assign("T", tables, perms["T"])
+        self.field = self._assign("F", fields, perms["F"])
+        self.entity = self._assign("E", entities, perms["E"])
+        self.value = self._assign("V", values, perms["V"])
+        self.extra_entity = _Spare("E", perms["E"], len(entities))
+        self.extra_value = _Spare("V", perms["V"], len(values))
+        self.tool_order = _shuffled(derive_seed(episode_seed, "compact", "tools"), len(rt.tools) + 1)
+        self.maps = {"T": self.table, "F": self.field, "V": self.value}
 
     @staticmethod
-    def _permutation(kind: str, n: int, seed: int) -> list[int]:
-        size = max(SLOT_SPACE[kind], n)
-        return random.Random(derive_seed(seed, "compact", kind)).sample(range(size), size)
+    def _assign(kind: str, symbols: list[Any], perm: _Permutation) -> dict[Any, str]:
+        return {s: f"{kind}{slot}" for s, slot in zip(symbols, perm.prefix(len(symbols)))}
 
-    def _assign(self, kind: str, symbols: list[Any], seed: int) -> dict[Any, str]:
-        perm = self._permutation(kind, len(symbols) + 16, seed)
-        return {s: f"{kind}{perm[k]}" for k, s in enumerate(symbols)}
+    def fill(self, template: Sequence[str | tuple[str, str, Any]]) -> list[str]:
+        """A token template with ``(prefix, "T"|"F"|"V", symbol)`` for each slot token."""
+        maps = self.maps
+        return [part if isinstance(part, str) else part[0] + maps[part[1]][part[2]] for part in template]
 
-    def _spare(self, kind: str, used: int, seed: int) -> list[str]:
-        """Slots left for symbols first seen in the goal or history (e.g. created rows)."""
-        perm = self._permutation(kind, used + 16, seed)
-        return [f"{kind}{s}" for s in perm[used:]]
+
+class _Words:
+    """The 32-bit outputs of ``random.Random(seed)`` in order; ``getrandbits(32 * n)`` packs the
+    next n outputs least significant first, so they are drawn in bulk."""
+
+    def __init__(self, seed: int) -> None:
+        self.rng = random.Random(seed)
+        self.words: list[int] = []
+        self.position = 0
+
+    def below(self, bounds: Sequence[int]) -> list[int]:
+        """``[Random._randbelow(n) for n in bounds]``: the top ``n.bit_length()`` bits of the next
+        output, redrawn until below ``n`` (at most half the draws are rejected on average)."""
+        words, position, out = self.words, self.position, []
+        for n in bounds:
+            shift = 32 - n.bit_length()
+            while True:
+                if position == len(words):
+                    count = 3 * (len(bounds) - len(out)) // 2 + 8
+                    block = array("I", self.rng.getrandbits(32 * count).to_bytes(4 * count, "little"))
+                    if sys.byteorder == "big":
+                        block.byteswap()
+                    words.extend(block)
+                r = words[position] >> shift
+                position += 1
+                if r < n:
+                    break
+            out.append(r)
+        self.position = position
+        return out
+
+
+class _Permutation:
+    """``random.Random(seed).sample(range(size), size)``, bit for bit, drawn only as far as it is read."""
+
+    def __init__(self, seed: int, size: int) -> None:
+        self.words = _Words(seed)
+        self.pool = list(range(size))
+        self.drawn: list[int] = []
+
+    def __len__(self) -> int:
+        return len(self.pool)
+
+    def prefix(self, n: int) -> list[int]:
+        pool, drawn, size = self.pool, self.drawn, len(self.pool)
+        if n > len(drawn):
+            bounds = range(size - len(drawn), size - n, -1)
+            for remaining, j in zip(bounds, self.words.below(bounds)):
+                drawn.append(pool[j])
+                pool[j] = pool[remaining - 1]
+        return drawn[:n]
+
+
+class _Spare:
+    """Slots left for symbols first seen in the goal or history (e.g. created rows), as tokens."""
+
+    def __init__(self, kind: str, perm: _Permutation, used: int) -> None:
+        self.kind, self.perm, self.used = kind, perm, used
+
+    def __len__(self) -> int:
+        return len(self.perm) - self.used
+
+    def __getitem__(self, k: int) -> str:
+        return f"{self.kind}{self.perm.prefix(self.used + k + 1)[-1]}"
+
+
+def _shuffled(seed: int, n: int) -> list[int]:
+    """``x = list(range(n)); random.Random(seed).shuffle(x)``, bit for bit."""
+    order = list(range(n))
+    for i, j in zip(range(n - 1, 0, -1), _Words(seed).below(range(n, 1, -1))):
+        order[i], order[j] = order[j], order[i]
+    return order
 
 
 _SLOT_CACHE: dict[tuple[int, int], tuple[Runtime, _Slots]] = {}
@@ -311,22 +383,22 @@ def _goal_tokens(view: _View, goal: Goal) -> list[list[str]]:
     return clauses
 
 
-def _tool_descriptor(view: _View, tool: Tool) -> list[str]:
-    rt = view.rt
+def _descriptor_template(rt: Runtime, tool: Tool) -> list[str | tuple[str, str, Any]]:
     semantics = {"update": "sem:add" if rt.update_mode == "increment" else "sem:set",
                  "delete": "sem:soft" if rt.soft_delete else ("sem:cascade" if rt.cascade else "sem:hard"),
                  "transition": "sem:guard" if rt.guard else "sem:free"}.get(tool.prim, "sem:-")
-    tokens = [view.t(tool.table), "W" if tool.writes else "R", f"ret:{RETURN_KIND[tool.prim]}", semantics]
+    template: list[str | tuple[str, str, Any]] = [("", "T", tool.table), "W" if tool.writes else "R",
+                                                  f"ret:{RETURN_KIND[tool.prim]}", semantics]
     for p in tool.params:
-        slot = "-"
+        slot: str | tuple[str, str, Any] = "-"
         if p.kind == "id":
-            slot = view.t(p.table)
+            slot = ("", "T", p.table)
         elif p.field is not None:
-            slot = view.f(tool.table, p.field)
+            slot = ("", "F", (tool.table, p.field))
         elif p.kind == "key":
-            slot = view.f(tool.table, "f0")
-        tokens += [p.kind, slot, "req" if p.required else "opt"]
-    return tokens
+            slot = ("", "F", (tool.table, "f0"))
+        template += [p.kind, slot, "req" if p.required else "opt"]
+    return template
 
 
 def _parse_row(rt: Runtime, table: str, obj: Any) -> tuple[int, dict[str, Any]] | None:
@@ -421,78 +493,289 @@ def _history_step(view: _View, call: Any, observation: Mapping[str, Any], tool_i
     return [call_tokens, *pairs]
 
 
-def _pointer_index(view: _View) -> dict[tuple, list[tuple[int, Any]]]:
-    """Pointer targets grouped by what a parameter can take: (pointer, internal value) pairs."""
-    index: dict[tuple, list[tuple[int, Any]]] = {}
-    for k, (kind, payload) in enumerate(view.typed):
-        if kind == "entity":
-            group: tuple = ("id", payload[0])
-        elif kind == "key":
-            group = ("key", payload[0])
-        elif kind == "op":
-            group = ("op",)
-        elif kind == "field":
-            group = ("sel", payload[0])
-        elif k not in view.writable:
-            continue
-        elif kind == "int":
-            group = ("int",)
-        else:
-            group = ("enum", payload[0], payload[1])
-        index.setdefault(group, []).append((k, payload[-1] if kind in ("entity", "key", "field", "enum")
-                                            else payload))
-    return index
+class _Pointers:
+    """Pointers into ``values`` grouped by what a parameter can take, plus the ones a ``finish``
+    answer can take. Entries of ``values`` are only ever appended, so each is filed once."""
+
+    def __init__(self) -> None:
+        self.groups: dict[tuple, list[int]] = {}
+        self.answers: list[int] = []
+        self.grown: set[tuple] = set()
+        """Groups that gained entries since the caller last cleared this set."""
+        self.filed = 0
+
+    def file(self, typed: list[tuple[str, Any]], writable: set[int]) -> None:
+        groups = self.groups
+        for k in range(self.filed, len(typed)):
+            kind, payload = typed[k]
+            if kind in ("int", "key", "enum"):
+                self.answers.append(k)
+            if kind == "entity":
+                group: tuple = ("id", payload[0])
+            elif kind == "key":
+                group = ("key", payload[0])
+            elif kind == "op":
+                group = ("op",)
+            elif kind == "field":
+                group = ("sel", payload[0])
+            elif k not in writable:
+                continue
+            elif kind == "int":
+                group = ("int",)
+            else:
+                group = ("enum", payload[0], payload[1])
+            if group in groups:
+                groups[group].append(k)
+            else:
+                groups[group] = [k]
+            self.grown.add(group)
+        self.filed = len(typed)
 
 
-def _choices(rt: Runtime, index: dict[tuple, list[tuple[int, Any]]], tool: Tool, p: Param,
-             chosen: dict[str, Any]) -> list[tuple[int, Any]]:
-    """(pointer, internal value) options for one parameter, given the parameters chosen so far."""
+def _value_group(rt: Runtime, table: str, field: str) -> tuple:
+    return ("int",) if rt.tables[table].by_sym[field].type == "int" else ("enum", table, field)
+
+
+def _param_source(rt: Runtime, tool: Tool, p: Param) -> tuple:
+    """Where a parameter's options come from: ``("group", key)``, ``("sel", key, choices)`` or
+    ``("val",)`` (a value of whichever field the ``sel`` parameter ``field`` chose)."""
     t = tool.table
     if p.kind == "id":
-        return index.get(("id", p.table), [])
+        return ("group", ("id", p.table))
     if p.kind == "key":
-        return index.get(("key", t), [])
+        return ("group", ("key", t))
     if p.kind == "op":
-        return index.get(("op",), [])
+        return ("group", ("op",))
     if p.kind == "sel":
-        return [(k, f) for k, f in index.get(("sel", t), []) if f in p.choices]
-    field = chosen["field"] if p.kind == "val" else p.field
-    if rt.tables[t].by_sym[field].type == "int":
-        return index.get(("int",), [])
-    return index.get(("enum", t, field), [])
+        return ("sel", ("sel", t), p.choices)
+    if p.kind == "val":
+        return ("val",)
+    return ("group", _value_group(rt, t, p.field))
 
 
-def _candidates(view: _View, tools: list[Tool | None]) -> tuple[list[list[int]], list[dict[str, Any]]]:
-    rt = view.rt
-    pointers = _pointer_index(view)
-    candidates: list[list[int]] = []
-    calls: list[dict[str, Any]] = []
-    for index, tool in enumerate(tools):
-        if tool is None:  # finish: no answer, or any visible value
-            candidates.append([index, -1])
-            calls.append({"name": FINISH, "arguments": {}})
-            for k, (kind, payload) in enumerate(view.typed):
-                if kind in ("int", "key", "enum"):
-                    text = (str(payload) if kind == "int" else payload[1] if kind == "key"
-                            else rt.tables[payload[0]].by_sym[payload[1]].words[payload[2]])
-                    candidates.append([index, k])
-                    calls.append({"name": FINISH, "arguments": {"answer": text}})
-            continue
-        required = [p for p in tool.params if p.required]
-        optional = [p for p in tool.params if not p.required]
-        variants: list[list[Param]] = [required + [p] for p in optional]
+@dataclass(frozen=True, slots=True)
+class _ToolPlan:
+    """How one tool's candidates are enumerated.
+
+    ``variants``: the parameter subsets a candidate fills (the required ones, plus each optional
+    one alone), each as (option source per filled parameter, position of each tool parameter in
+    it, or None when the subset is all parameters in order). ``groups``: every pointer group the
+    options are drawn from; the candidates change only when one of them grows."""
+
+    variants: tuple[tuple[tuple[tuple, ...], tuple[int, ...] | None], ...]
+    groups: tuple[tuple, ...]
+
+    @classmethod
+    def of(cls, rt: Runtime, tool: Tool) -> _ToolPlan:
+        params = tool.params
+        required = [p for p in params if p.required]
+        subsets: list[list[Param]] = [required + [p] for p in params if not p.required]
         if tool.prim != "update" or tool.field is not None:
-            variants.insert(0, required)
-        for params in variants:
-            partial: list[tuple[list[int], dict[str, Any]]] = [([], {})]
-            for p in params:
-                partial = [(ptrs + [k], {**args, p.sym: value}) for ptrs, args in partial
-                           for k, value in _choices(rt, pointers, tool, p, args)]
-            for ptrs, args in partial:
-                pointer = dict(zip((p.sym for p in params), ptrs))
-                candidates.append([index] + [pointer.get(p.sym, -1) for p in tool.params])
-                calls.append(rt.encode_call(tool, args))
-    return candidates, calls
+            subsets.insert(0, required)
+        variants, groups = [], []
+        for chosen in subsets:
+            positions = tuple(next((k for k, q in enumerate(chosen) if q is p), -1) for p in params)
+            sources = tuple(_param_source(rt, tool, p) for p in chosen)
+            variants.append((sources, None if positions == tuple(range(len(params))) else positions))
+            for source in sources:
+                if source[0] != "val":
+                    groups.append(source[1])
+                if source[0] == "sel":
+                    groups += [_value_group(rt, tool.table, f) for f in source[2]]
+        return cls(tuple(variants), tuple(dict.fromkeys(groups)))
+
+    def candidates(self, rt: Runtime, table: str, position: int, typed: list[tuple[str, Any]],
+                   groups: dict[tuple, list[int]]) -> list[list[int]]:
+        rows: list[list[int]] = []
+        for sources, positions in self.variants:
+            options = _options(rt, table, sources, typed, groups)
+            if positions is None:
+                rows += [[position, *ptrs] for ptrs in options]
+            else:
+                rows += [[position, *(ptrs[s] if s >= 0 else -1 for s in positions)] for ptrs in options]
+        return rows
+
+
+def _options(rt: Runtime, table: str, sources: tuple[tuple, ...], typed: list[tuple[str, Any]],
+             groups: dict[tuple, list[int]]) -> list[tuple[int, ...]]:
+    """Every pointer tuple for one parameter subset; a ``val`` follows the field its ``sel`` chose."""
+    if all(source[0] == "group" for source in sources):
+        return list(itertools.product(*(groups.get(source[1], ()) for source in sources)))
+    partial: list[tuple[tuple[int, ...], str | None]] = [((), None)]
+    for source in sources:
+        if source[0] == "group":
+            ks = groups.get(source[1], ())
+            partial = [(ptrs + (k,), field) for ptrs, field in partial for k in ks]
+        elif source[0] == "sel":
+            options = [(k, typed[k][1][-1]) for k in groups.get(source[1], ())]
+            options = [(k, f) for k, f in options if f in source[2]]
+            partial = [(ptrs + (k,), f if field is None else field) for ptrs, field in partial for k, f in options]
+        else:
+            partial = [(ptrs + (k,), field) for ptrs, field in partial
+                       for k in groups.get(_value_group(rt, table, field), ())]
+    return [ptrs for ptrs, _ in partial]
+
+
+class _Layout:
+    """What every episode of one runtime shares, with slot tokens left as templates: the symbol
+    orders behind the slot permutations, the values every view starts with (ops, field
+    selectors, state-machine values), the tool descriptors and the candidate plans."""
+
+    def __init__(self, rt: Runtime) -> None:
+        tables = self.tables = list(rt.tables)
+        self.fields = [(t, f.sym) for t in tables for f in rt.tables[t].fields]
+        self.entities = [(t, i) for t in tables for i in rt.initial[t]]
+        self.values: list[Any] = [row["f0"] for t in tables for row in rt.initial[t].values()]
+        self.values += [(t, f.sym, k) for t in tables for f in rt.tables[t].of_type("enum", "status")
+                        for k in range(f.size)]
+        base: list[tuple[str, Any, str | tuple, str | tuple]] = [("op", op, op, "op") for op in OPS]
+        base += [("field", (t, f.sym), ("", "F", (t, f.sym)), "field")
+                 for t, table in rt.tables.items() for f in table.of_type("int", "enum", "status")]
+        self.writable = set(range(len(base), len(base) + rt.tables[rt.machine_table].by_sym[rt.status_field].size))
+        machine, status = rt.machine_table, rt.status_field
+        base += [("enum", (machine, status, k), ("", "V", (machine, status, k)), ("enum:", "F", (machine, status)))
+                 for k in range(rt.tables[machine].by_sym[status].size)]
+        self.typed = [(kind, payload) for kind, payload, _, _ in base]
+        self.base_values = [part for _, _, token, type_token in base for part in (token, type_token)]
+        self.descriptors = {tool.sym: _descriptor_template(rt, tool) for tool in rt.tools}
+        self.plans = {tool.sym: _ToolPlan.of(rt, tool) for tool in rt.tools}
+
+
+_LAYOUT_CACHE: dict[int, tuple[Runtime, _Layout]] = {}
+
+
+def _layout(rt: Runtime) -> _Layout:
+    hit = _LAYOUT_CACHE.get(id(rt))
+    if hit is not None and hit[0] is rt:
+        return hit[1]
+    if len(_LAYOUT_CACHE) >= 1024:
+        del _LAYOUT_CACHE[next(iter(_LAYOUT_CACHE))]
+    layout = _Layout(rt)
+    _LAYOUT_CACHE[id(rt)] = (rt, layout)
+    return layout
+
+
+FINISH_DESCRIPTOR = ["-", "R", "ret:-", "sem:end", "answer", "-", "opt"]
+
+
+class CompactEpisode:
+    """The compact view of one episode, kept up to date one step at a time.
+
+    ``render_compact`` re-reads the whole history at every decision; a policy that acts step by
+    step pushes each (call, observation) here instead and pays only for what changed: a tool's
+    candidates are re-enumerated only when a pointer group they draw from grew, and a candidate's
+    surface call is built only when asked for (``call(k)``). ``view()`` is exactly
+    ``render_compact(spec, task, history, episode_seed)``. Returned lists are shared with the
+    episode's caches: read them, never modify them."""
+
+    def __init__(self, spec: Spec, task: Mapping[str, Any], episode_seed: int) -> None:
+        rt = compile_spec(spec)
+        layout = _layout(rt)
+        slots = _slots(rt, episode_seed)
+        view = _View(rt, slots)
+        flat = slots.fill(layout.base_values)  # the ops, field selectors and state-machine values
+        view.values = [flat[k:k + 2] for k in range(0, len(flat), 2)]
+        view.typed = list(layout.typed)
+        view.index = {(token, type_token): k for k, (token, type_token) in enumerate(view.values)}
+        view.writable = set(layout.writable)  # a guarded transition may pass through states the goal never names
+        self.rt, self.state, self.plans = rt, view, layout.plans
+        self.ordered: list[Tool | None] = [rt.tools[k] if k < len(rt.tools) else None for k in slots.tool_order]
+        self.tool_index = {(tool.sym if tool else FINISH): k for k, tool in enumerate(self.ordered)}
+        self.parsed_goal = Goal.parse(task["goal"])
+        self.goal = _goal_tokens(view, self.parsed_goal)
+        view.writable.update(range(len(view.values)))
+        self.tools = [slots.fill(layout.descriptors[tool.sym]) if tool else list(FINISH_DESCRIPTOR)
+                      for tool in self.ordered]
+        self.steps: list[list[list[str]]] = []
+        self.pointers = _Pointers()
+        self.blocks: list[list[list[int]] | None] = [None] * len(self.ordered)
+        """Per tool position, its candidate rows; a block is replaced, never modified, when it changes."""
+        self._answers: list[int] | None = None
+        self._derived: tuple[int, ...] = ()
+        self._current: tuple[list[list[str]], list[tuple[str, Any]], list[list[int]]] | None = None
+
+    def push(self, call: Mapping[str, Any], observation: Mapping[str, Any]) -> None:
+        """Add one executed step (the call as sent and the observation it returned)."""
+        self.steps.append(_history_step(self.state, call, observation, self.tool_index))
+        self._current = None
+
+    def _deltas(self) -> list[tuple[int, str]]:
+        """Increment semantics: (goal value - observed value, token) per int goal check on a row read."""
+        if self.rt.update_mode != "increment":
+            return []
+        out = []
+        for c in self.parsed_goal.checks:
+            row = self.state.observed.get((c["table"], c["key"]))
+            if c["op"] == "field_eq" and c.get("type") == "int" and row is not None:
+                delta = c["value"] - row[c["field"]]
+                out.append((delta, f"#{delta}"))
+        return out
+
+    def current(self) -> tuple[list[list[str]], list[tuple[str, Any]], list[list[int]]]:
+        """(values, internal typed values, candidates) at this decision point."""
+        if self._current is not None:
+            return self._current
+        view, pointers = self.state, self.pointers
+        pointers.file(view.typed, view.writable)
+        grown, pointers.grown = pointers.grown, set()
+        values, typed, groups, answers = view.values, view.typed, pointers.groups, pointers.answers
+        deltas = self._deltas()
+        derived: tuple[int, ...] = ()
+        if deltas:  # derived values exist only in this view: extend copies, never the base
+            values, typed, answers = list(values), list(typed), list(answers)
+            ints = list(groups.get(("int",), []))
+            for delta, token in deltas:
+                k = view.index.get((token, "int"))
+                if k is None:
+                    k = next((j for j in range(len(view.values), len(values)) if values[j][0] == token), None)
+                if k is None:
+                    k = len(values)
+                    values.append([token, "int"])
+                    typed.append(("int", delta))
+                    answers.append(k)
+                if k not in ints:
+                    bisect.insort(ints, k)
+                    derived += (k,)
+            groups = {**groups, ("int",): ints}
+        if derived != self._derived:
+            grown.add(("int",))
+            self._derived = derived
+        for position, tool in enumerate(self.ordered):
+            if tool is None:  # finish: no answer, or any visible value
+                if answers != self._answers:
+                    self._answers = list(answers)
+                    self.blocks[position] = [[position, -1]] + [[position, k] for k in answers]
+            elif self.blocks[position] is None or not grown.isdisjoint(self.plans[tool.sym].groups):
+                self.blocks[position] = self.plans[tool.sym].candidates(self.rt, tool.table, position, typed, groups)
+        self._current = values, typed, list(itertools.chain.from_iterable(self.blocks))
+        return self._current
+
+    def candidates(self) -> list[list[int]]:
+        return self.current()[2]
+
+    def call(self, k: int) -> dict[str, Any]:
+        """The surface call that executes candidate ``k``."""
+        _, typed, candidates = self.current()
+        position, *pointers = candidates[k]
+        tool = self.ordered[position]
+        if tool is None:
+            if pointers[0] < 0:
+                return {"name": FINISH, "arguments": {}}
+            kind, payload = typed[pointers[0]]
+            text = (str(payload) if kind == "int" else payload[1] if kind == "key"
+                    else self.rt.tables[payload[0]].by_sym[payload[1]].words[payload[2]])
+            return {"name": FINISH, "arguments": {"answer": text}}
+        args = {}
+        for p, k_value in zip(tool.params, pointers):
+            if k_value >= 0:
+                kind, payload = typed[k_value]
+                args[p.sym] = payload[-1] if kind in ("entity", "key", "field", "enum") else payload
+        return self.rt.encode_call(tool, args)
+
+    def view(self, last_k: int = HISTORY_K) -> dict[str, Any]:
+        values, _, candidates = self.current()
+        return {"goal": self.goal, "tools": self.tools, "history": self.steps[-last_k:] if last_k else [],
+                "values": values, "candidates": candidates, "calls": [self.call(k) for k in range(len(candidates))]}
 
 
 def render_compact(spec: Spec, task: Mapping[str, Any], history: Sequence[tuple[Mapping[str, Any], Mapping[str, Any]]],
@@ -514,34 +797,7 @@ def render_compact(spec: Spec, task: Mapping[str, Any], history: Sequence[tuple[
     * ``candidates``: ``[tool index, pointer into values or -1 per parameter]``;
     * ``calls``: the surface call that executes each candidate (same order).
     """
-    rt = compile_spec(spec)
-    slots = _slots(rt, episode_seed)
-    view = _View(rt, slots)
-    for op in OPS:
-        view.offer("op", op, op, "op")
-    for t, table in rt.tables.items():
-        for f in table.of_type("int", "enum", "status"):
-            view.offer("field", (t, f.sym), view.f(t, f.sym), "field")
-    status = rt.tables[rt.machine_table].by_sym[rt.status_field]
-    for k in range(status.size):  # a guarded transition may pass through states the goal never names
-        token = view.val(rt.machine_table, status.sym, k)
-        view.writable.add(view.offer("enum", (rt.machine_table, status.sym, k), token,
-                                     f"enum:{view.f(rt.machine_table, status.sym)}"))
-
-    ordered: list[Tool | None] = [rt.tools[k] if k < len(rt.tools) else None for k in slots.tool_order]
-    tool_index = {(tool.sym if tool else FINISH): k for k, tool in enumerate(ordered)}
-    parsed_goal = Goal.parse(task["goal"])
-    goal = _goal_tokens(view, parsed_goal)
-    view.writable.update(range(len(view.values)))
-    steps = [_history_step(view, call, obs, tool_index) for call, obs in history]
-    if rt.update_mode == "increment":  # an increment must copy (goal value - observed value)
-        for c in parsed_goal.checks:
-            row = view.observed.get((c["table"], c["key"]))
-            if c["op"] == "field_eq" and c.get("type") == "int" and row is not None:
-                delta = c["value"] - row[c["field"]]
-                view.writable.add(view.offer("int", delta, f"#{delta}", "int"))
-    tools = [_tool_descriptor(view, tool) if tool else ["-", "R", "ret:-", "sem:end", "answer", "-", "opt"]
-             for tool in ordered]
-    candidates, calls = _candidates(view, ordered)
-    return {"goal": goal, "tools": tools, "history": steps[-last_k:] if last_k else [], "values": view.values,
-            "candidates": candidates, "calls": calls}
+    episode = CompactEpisode(spec, task, episode_seed)
+    for call, observation in history:
+        episode.push(call, observation)
+    return episode.view(last_k)

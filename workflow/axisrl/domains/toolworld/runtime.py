@@ -570,7 +570,8 @@ class Runtime:
 
 
 _CACHE: dict[int, tuple[Spec, Runtime]] = {}
-_CACHE_SIZE = 256
+_CACHE_SIZE = 1024
+"""Compiled specs kept: enough for every environment of a study pool, so none is recompiled per episode."""
 
 
 def compile_spec(spec: Spec) -> Runtime:

@@ -1,0 +1,96 @@
+import copy
+
+import polars as pl
+import pytest
+
+from axisrl.config import ConfigError, hashed_part, load_yaml, validate_config
+from axisrl.datasets import PoolTooSmall, select_training_data
+from axisrl.plan import AXES, plan_designs, study_jobs
+
+from conftest import DEFAULT_CONFIG
+
+
+@pytest.fixture()
+def config(schema) -> dict:
+    return validate_config(load_yaml(DEFAULT_CONFIG), schema)
+
+
+def jobs(config, schema):
+    return study_jobs(config, hashed_part(config, schema), "dedupkey0000")
+
+
+def test_axis_sweeps_share_the_centre_and_the_plan_is_deterministic(config, schema):
+    designs = plan_designs(config["study"])
+    centre = config["study"]["centre"]
+    centres = [(d, fams) for d, fams in designs.values()
+               if all(getattr(d, axis) == centre[axis] for axis in AXES) and d.budget == "fixed_updates"
+               and d.width == config["study"]["width"] and d.algo == "grpo" and d.env_level == "s1"
+               and d.reward_density == "sparse" and d.worlds is None]
+    assert len(centres) == 1 and "axis_sweeps" in centres[0][1]
+    sweep = [d for d, fams in designs.values() if "axis_sweeps" in fams]
+    assert len(sweep) == sum(len(config["study"]["grids"][a]) for a in AXES) - 2
+    assert jobs(config, schema)[1] == jobs(copy.deepcopy(config), schema)[1]
+
+
+def test_every_family_can_be_switched_off(config, schema):
+    for family in config["study"]["families"].values():
+        family["enabled"] = False
+    _, rows, points, _ = jobs(validate_config(config, schema), schema)
+    assert rows == [] and points == {}
+
+
+def test_train_keys_move_with_train_config_but_not_with_evaluation(config, schema):
+    _, _, points, collect = jobs(config, schema)
+    changed = copy.deepcopy(config)
+    changed["evaluate"]["seed"] = 9
+    _, _, moved, moved_collect = jobs(changed, schema)
+    assert all(points[k].train.key == moved[k].train.key for k in points)
+    assert all(points[k].evaluate.key != moved[k].evaluate.key for k in points)
+    assert collect.key != moved_collect.key
+    changed["train"]["lr"] = 0.01
+    _, _, moved, _ = jobs(changed, schema)
+    assert all(points[k].train.key != moved[k].train.key for k in points)
+
+
+def test_designs_with_fewer_tasks_than_environments_are_refused(config, schema):
+    config["study"]["grids"]["d_env"] = [1, 2, 64]
+    with pytest.raises(ConfigError, match="d_env=64 d_task=32"):
+        jobs(config, schema)
+
+
+ENVS = pl.DataFrame({
+    "env_id": [f"e{i}" for i in range(6)],
+    "world_id": ["w0", "w0", "w0", "w1", "w1", "w2"],
+    "env_s1": ["a", "a", "b", "c", "d", "e"],
+})
+TASKS = pl.DataFrame({
+    "task_id": [f"t{i:02d}" for i in range(30)],
+    "env_id": [f"e{i % 6}" for i in range(30)],
+    "keep": [i != 7 for i in range(30)],
+})
+DESIGN = {"d_env": 2, "d_task": 6, "env_level": "s1", "worlds": None}
+
+
+def test_selection_is_nested_and_spread_over_environments():
+    envs, tasks = select_training_data(ENVS, TASKS, DESIGN)
+    assert set(envs["env_s1"]) == {"a", "b"}
+    assert tasks.join(envs, on="env_id")["env_s1"].value_counts()["count"].to_list() == [3, 3]
+    _, more_tasks = select_training_data(ENVS, TASKS, {**DESIGN, "d_task": 10})
+    assert more_tasks["task_id"].head(6).to_list() == tasks["task_id"].to_list()
+    more_envs, _ = select_training_data(ENVS, TASKS, {**DESIGN, "d_env": 4, "d_task": 8})
+    assert set(envs["env_id"]) <= set(more_envs["env_id"])
+    assert "t07" not in select_training_data(ENVS, TASKS, {**DESIGN, "d_task": 14})[1]["task_id"].to_list()
+
+
+def test_worlds_fix_where_environments_come_from():
+    envs, _ = select_training_data(ENVS, TASKS, {**DESIGN, "d_env": 2, "worlds": 2})
+    assert sorted(envs["env_s1"].unique()) == ["a", "c"]
+    with pytest.raises(PoolTooSmall, match="world w2 has 1 distinct environments"):
+        select_training_data(ENVS, TASKS, {**DESIGN, "d_env": 6, "worlds": 3})
+
+
+def test_too_small_pool_is_a_clear_error():
+    with pytest.raises(PoolTooSmall, match="needs d_env=9"):
+        select_training_data(ENVS, TASKS, {**DESIGN, "d_env": 9, "d_task": 9})
+    with pytest.raises(PoolTooSmall, match="needs d_task=50"):
+        select_training_data(ENVS, TASKS, {**DESIGN, "d_task": 50})

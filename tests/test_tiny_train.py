@@ -1,0 +1,184 @@
+"""tiny backend: settings, determinism, divergence, budgets, checkpoints, evaluation, baselines,
+and the policy's indifference to tool order, slot numbering and incremental rendering."""
+
+from __future__ import annotations
+
+import importlib
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from axisrl.backends import tiny
+from axisrl.backends.tiny import algos
+from axisrl.backends.tiny.features import EpisodeFeatures, collate, collate_episodes
+from axisrl.backends.tiny.policy import ToolPointer
+from axisrl.config import validate_config
+from axisrl.domains import toolworld as tw
+from axisrl.domains.toolworld.render import CompactEpisode
+
+POOL = {"n_worlds": 4, "variants_per_world": 2, "contents_per_variant": 1, "reskins_per_world": 0,
+        "tasks_per_env": 6,
+        "heldout": {"tasks_per_env": 3, "t0_envs": 2, "t1_envs": 2, "t2_worlds": 2, "t2_variants_per_world": 1}}
+QUICK = {"updates": 3, "episodes_per_update": 16, "group_size": 4, "width": 16}
+RECORD_KEYS = {"task_id", "env_id", "tier", "success", "reward", "partial", "steps", "tool_calls", "errors"}
+train_module = importlib.import_module("axisrl.backends.tiny.train")  # the package's ``train`` is the function
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    """As the workflow runs it: one thread per job (two threads stall when the other core is busy)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
+def pool(schema) -> tw.Pool:
+    return tw.generate_pool(validate_config({"synthesize": POOL}, schema)["synthesize"])
+
+
+def quick(**overrides) -> tiny.TrainSettings:
+    return tiny.TrainSettings.from_dict({**QUICK, **overrides})
+
+
+def test_settings_reject_unknown_keys_and_bad_values():
+    with pytest.raises(ValueError, match="unknown"):
+        tiny.TrainSettings.from_dict({"learning_rate": 0.1})
+    with pytest.raises(ValueError, match="loss_agg_mode"):
+        tiny.TrainSettings(loss_agg_mode="mean")
+    with pytest.raises(ValueError, match="group_size"):
+        tiny.TrainSettings(episodes_per_update=4, group_size=8)
+    assert tiny.TrainSettings().clip_high == 0.28 and tiny.TrainSettings(algo="ppo").clip_high == 0.2
+
+
+@pytest.mark.parametrize("algo", ["grpo", "ppo"])
+def test_the_same_seed_gives_the_same_parameters_and_metrics(pool, algo):
+    first = tiny.train(pool.envs, pool.tasks, quick(algo=algo), seed=3)
+    again = tiny.train(pool.envs, pool.tasks, quick(algo=algo), seed=3)
+    other = tiny.train(pool.envs, pool.tasks, quick(algo=algo), seed=4)
+    assert first.status == "ok" and len(first.metrics) == QUICK["updates"]
+    assert first.param_hash == again.param_hash and first.metrics == again.metrics
+    assert first.param_hash != other.param_hash
+
+
+def test_metrics_and_compute_totals_agree(pool):
+    result = tiny.train(pool.envs, pool.tasks, quick(kl_coef=0.05, loss_agg_mode="seq-mean-token-mean"), seed=0)
+    keys = {"update", "reward_mean", "success_mean", "entropy", "kl", "loss", "grad_norm", "env_steps", "episodes",
+            "rollout_flops", "train_flops", "zero_variance_groups", "groups"}
+    assert all(keys <= set(row) for row in result.metrics)
+    for key in ("env_steps", "episodes", "rollout_flops", "train_flops", "zero_variance_groups"):
+        assert result.compute[key] == sum(row[key] for row in result.metrics)
+    assert result.compute["episodes"] == QUICK["updates"] * QUICK["episodes_per_update"]
+    assert result.compute["distinct_tasks_seen"] == QUICK["updates"] * QUICK["episodes_per_update"] // 4
+    assert all(row["rollout_flops"] > 0 and row["train_flops"] > 0 for row in result.metrics)
+    assert all(row["kl"] >= 0 for row in result.metrics)
+
+
+def test_tasks_are_visited_evenly(pool):
+    sampler = train_module.TaskSampler(5, np.random.default_rng(0))
+    drawn = sampler.take(12)
+    assert sorted(drawn[:5]) == list(range(5)) and sorted(drawn[5:10]) == list(range(5))
+
+
+def test_the_env_step_cap_is_exact_and_the_flop_cap_stops_the_run(pool):
+    capped = tiny.train(pool.envs, pool.tasks, quick(updates=50, max_rollout_steps=70), seed=0)
+    assert capped.status == "ok" and capped.compute["env_steps"] == 70
+    full = tiny.train(pool.envs, pool.tasks, quick(updates=1), seed=0)
+    budget = full.compute["rollout_flops"] + full.compute["train_flops"]
+    flop_capped = tiny.train(pool.envs, pool.tasks, quick(updates=50, max_flops=2.5 * budget), seed=0)
+    assert 2 <= flop_capped.compute["updates"] < 50
+
+
+def test_divergence_ends_the_run_with_status_failed(pool, monkeypatch):
+    exploded = tiny.train(pool.envs, pool.tasks, quick(updates=30, lr=1e9), seed=0)
+    assert exploded.status == "failed" and len(exploded.metrics) < 30
+
+    def nan_loss(*args, **kwargs):
+        loss, clip_fraction = algos.compute_policy_loss(*args, **kwargs)
+        return loss * torch.nan, clip_fraction
+
+    monkeypatch.setattr(train_module, "compute_policy_loss", nan_loss)
+    injected = tiny.train(pool.envs, pool.tasks, quick(updates=8), seed=0)
+    assert injected.status == "failed" and len(injected.metrics) < 8  # the first update that trains fails
+
+
+def test_checkpoint_round_trip_and_evaluation_records(pool, tmp_path):
+    result = tiny.train(pool.envs, pool.tasks, quick(updates=1), seed=0)
+    tiny.save_checkpoint(result, tmp_path / "policy.pt")
+    policy = tiny.load_policy(tmp_path / "policy.pt")
+    assert train_module.param_hash(policy) == result.param_hash
+    records = tiny.evaluate(policy, pool.heldout_envs, pool.heldout_tasks, seed=0)
+    assert [r["task_id"] for r in records] == [t["task_id"] for t in pool.heldout_tasks]
+    assert all(set(r) == RECORD_KEYS and 1 <= r["steps"] <= 10 for r in records)
+    assert records == tiny.evaluate(policy, pool.heldout_envs, pool.heldout_tasks, seed=0)
+
+
+def test_the_memoriser_replays_training_solutions_and_random_acts_uniformly(pool):
+    """On its own training tasks the memoriser replays the solutions (except calls the compact view
+    cannot offer, e.g. an increment whose delta was never read); random rarely succeeds."""
+    replayed = tiny.baseline_episodes("memoriser", pool.envs, pool.tasks, pool.envs, pool.tasks, seed=0)
+    random = tiny.baseline_episodes("random", pool.envs, pool.tasks, pool.envs, pool.tasks, seed=0)
+    assert all(set(r) == RECORD_KEYS for r in replayed + random)
+    assert np.mean([r["success"] for r in replayed]) > 0.75 > 0.25 > np.mean([r["success"] for r in random])
+    with pytest.raises(ValueError):
+        tiny.baseline_episodes("oracle", pool.envs, pool.tasks, pool.heldout_envs, pool.heldout_tasks, seed=0)
+
+
+def _walk(pool: tw.Pool, task: dict, episode_seed: int, steps: int) -> tuple[list[CompactEpisode], list[tuple]]:
+    """Views along the task's reference solution, with the (call, observation) history."""
+    spec = json.loads(next(e["spec"] for e in pool.envs if e["env_id"] == task["env_id"]))
+    env = tw.ToolworldEnv(spec, task)
+    env.reset()
+    compact = CompactEpisode(spec, task, episode_seed)
+    history = []
+    for call in json.loads(task["reference"])[:steps]:
+        observation = env.step(call).observation
+        compact.push(call, observation)
+        history.append((call, observation))
+    return spec, compact, history
+
+
+def _logits(policy: ToolPointer, features: list[EpisodeFeatures]) -> list[torch.Tensor]:
+    batch = collate(collate_episodes(features), [f.decision() for f in features], range(len(features)))
+    with torch.no_grad():
+        logits, _ = policy(batch)
+    return [logits[s:s + n] for s, n in zip(batch.cand_start, batch.cand_count)]
+
+
+def test_incremental_features_score_like_a_fresh_rendering(pool):
+    """Features built step by step (caches, symbols numbered as they appear) give the same scores
+    as features of a view rebuilt from the whole history."""
+    torch.manual_seed(0)
+    policy = ToolPointer(16)
+    task = next(t for t in pool.tasks if t["n_steps"] >= 2)
+    spec, _, _ = _walk(pool, task, 5, 0)
+    incremental = EpisodeFeatures(CompactEpisode(spec, task, 5), False)
+    env = tw.ToolworldEnv(spec, task)
+    env.reset()
+    for call in json.loads(task["reference"]):
+        incremental.decision()
+        incremental.compact.push(call, env.step(call).observation)
+        _, fresh_compact, _ = _walk(pool, task, 5, len(incremental.compact.steps))
+        fresh = EpisodeFeatures(fresh_compact, False)
+        assert incremental.compact.view() == fresh_compact.view()
+        got, expected = _logits(policy, [incremental, fresh])
+        torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5)
+
+
+def test_without_slot_embeddings_scores_do_not_depend_on_the_anonymisation(pool):
+    """No tool ids or positions: under another episode seed (other slots, another tool order) the
+    candidates get the same scores, up to their order, once slot embeddings are switched off."""
+    torch.manual_seed(0)
+    policy = ToolPointer(16)
+    with torch.no_grad():
+        policy.sym_slot.weight.zero_()
+    for task in pool.tasks[:6]:
+        scores = []
+        for seed in (1, 2):
+            _, compact, _ = _walk(pool, task, seed, 1)
+            [logits] = _logits(policy, [EpisodeFeatures(compact, False)])
+            scores.append(torch.sort(logits).values)
+        torch.testing.assert_close(scores[0], scores[1], rtol=1e-5, atol=1e-5)

@@ -1,0 +1,1 @@
+"""Training backends: ``tiny`` (a small CPU policy trained with GRPO or PPO on toolworld)."""

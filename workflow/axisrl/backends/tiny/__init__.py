@@ -1,0 +1,17 @@
+"""tiny: a CPU RL backend for toolworld (GRPO or PPO on a permutation-equivariant pointer policy).
+
+    result = train(envs, tasks, TrainSettings(algo="grpo", width=64), seed=0)
+    save_checkpoint(result, "policy.pt")
+    episodes = evaluate(load_policy("policy.pt"), heldout_envs, heldout_tasks, seed=0)
+
+The caller pins threads (``OMP_NUM_THREADS=1`` before importing torch, ``torch.set_num_threads(1)``);
+this package never changes them. Reference notes: ``shared/reference/tiny-backend.md``.
+"""
+
+from axisrl.backends.tiny.checkpoint import load_policy, save_checkpoint
+from axisrl.backends.tiny.evaluate import baseline_episodes, evaluate
+from axisrl.backends.tiny.policy import ToolPointer
+from axisrl.backends.tiny.train import TrainResult, TrainSettings, make_policy, train
+
+__all__ = ["ToolPointer", "TrainResult", "TrainSettings", "baseline_episodes", "evaluate", "load_policy",
+           "make_policy", "save_checkpoint", "train"]

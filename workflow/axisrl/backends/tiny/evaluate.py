@@ -1,0 +1,98 @@
+"""Held-out evaluation of a policy, and the two reference points it is read against.
+
+``evaluate`` plays one episode per task (greedy by default) with a fixed episode seed per task,
+so every run is scored on identical anonymisations. ``baseline_episodes`` plays the same
+held-out tasks with a uniformly random policy, or with a memoriser that replays the training
+reference solutions whose surface calls (tool names and argument values) match what the
+held-out environment offers, and acts randomly otherwise: on unseen worlds (T2) nothing
+matches, so it is no better than random.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from axisrl.backends.tiny.policy import ToolPointer
+from axisrl.backends.tiny.rollout import Episode, Specs, no_cyclic_gc, rollout
+from axisrl.domains.toolworld.canon import canonical_json
+
+EVAL_CHUNK = 512
+"""Episodes rolled out together; bounds the memory of one lockstep batch."""
+
+
+def _episode_seeds(tasks: Sequence[Mapping[str, Any]], seed: int) -> list[int]:
+    return np.random.default_rng(seed).integers(0, 2**62, size=len(tasks)).tolist()
+
+
+def evaluate(policy: ToolPointer, envs: Sequence[Mapping[str, Any]], tasks: Sequence[Mapping[str, Any]],
+             seed: int, greedy: bool = True) -> list[dict[str, Any]]:
+    """One episode per task: task_id, env_id, tier, success, reward (sparse), partial (subgoal
+    fraction), steps, tool_calls, errors."""
+    specs = Specs(envs)
+    action_rng = None if greedy else np.random.default_rng([seed, 1])
+    policy.eval()
+    records = []
+    with no_cyclic_gc():
+        seeds = _episode_seeds(tasks, seed)
+        for start in range(0, len(tasks), EVAL_CHUNK):
+            episodes = [Episode.start(specs[task["env_id"]], task, episode_seed, policy.leak_primitive_role)
+                        for task, episode_seed in zip(tasks[start:start + EVAL_CHUNK], seeds[start:start + EVAL_CHUNK])]
+            rollout(policy, episodes, action_rng)
+            records += [episode.record() for episode in episodes]
+    return records
+
+
+class Memoriser:
+    """The next surface call after each prefix of a training reference solution, keyed by the
+    instruction too when it was seen in training (then that task's own solution is replayed)."""
+
+    def __init__(self, train_tasks: Sequence[Mapping[str, Any]]) -> None:
+        self.next: dict[tuple[str | None, tuple[str, ...]], Counter[str]] = {}
+        for task in train_tasks:
+            calls = [canonical_json(call) for call in json.loads(task["reference"])]
+            for t in range(len(calls)):
+                for instruction in (task["instruction"], None):
+                    self.next.setdefault((instruction, tuple(calls[:t])), Counter())[calls[t]] += 1
+
+    def choose(self, instruction: str, history: tuple[str, ...], candidates: list[str]) -> int | None:
+        """The candidate the most matching training solutions take next, if any is offered."""
+        for key in ((instruction, history), (None, history)):
+            known = self.next.get(key)
+            if known:
+                counts = [known.get(call, 0) for call in candidates]
+                if max(counts) > 0:
+                    return counts.index(max(counts))
+        return None
+
+
+def baseline_episodes(kind: str, train_envs: Sequence[Mapping[str, Any]], train_tasks: Sequence[Mapping[str, Any]],
+                      heldout_envs: Sequence[Mapping[str, Any]], heldout_tasks: Sequence[Mapping[str, Any]],
+                      seed: int) -> list[dict[str, Any]]:
+    """Held-out episodes (same records as ``evaluate``) of the ``"random"`` or ``"memoriser"``
+    baseline; ``train_envs`` is accepted for symmetry, the memoriser needs only the tasks."""
+    if kind not in ("random", "memoriser"):
+        raise ValueError(f"unknown baseline {kind!r}; expected 'random' or 'memoriser'")
+    memoriser = Memoriser(train_tasks) if kind == "memoriser" else None
+    specs = Specs(heldout_envs)
+    rng = np.random.default_rng([seed, 2])
+    records = []
+    with no_cyclic_gc():
+        for task, episode_seed in zip(heldout_tasks, _episode_seeds(heldout_tasks, seed)):
+            episode = Episode.start(specs[task["env_id"]], task, episode_seed, None)
+            history: tuple[str, ...] = ()
+            while not episode.done:
+                count = len(episode.compact.candidates())
+                choice = None
+                if memoriser is not None:
+                    calls = [canonical_json(episode.compact.call(k)) for k in range(count)]
+                    choice = memoriser.choose(task["instruction"], history, calls)
+                k = int(rng.integers(count)) if choice is None else choice
+                history += (canonical_json(episode.compact.call(k)),)
+                episode.act(k)
+            records.append(episode.record())
+    return records

@@ -1,0 +1,351 @@
+"""GRPO and PPO on toolworld with the ToolPointer policy, one update at a time.
+
+One update samples ``episodes_per_update // group_size`` tasks (walking a seeded shuffle of the
+training tasks, reshuffled each pass, so every task is visited equally often), rolls out
+``group_size`` episodes of each, every episode with its own episode seed and so its own
+anonymisation, then takes one optimiser step (GRPO) or ``ppo_epochs`` x ``ppo_minibatches``
+steps (PPO). A non-finite score, loss, gradient or parameter ends the run with status
+``"failed"`` and the metrics so far.
+
+Randomness: ``torch.manual_seed(seed)`` for the initial weights, and separate numpy generators
+(one ``SeedSequence`` spawn each) for task sampling, episode seeds, action sampling and PPO
+minibatches. Thread counts are the caller's business.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import hashlib
+import math
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+
+from axisrl.backends.tiny.algos import (
+    LOSS_AGG_MODES,
+    agg_loss,
+    compute_gae_advantage_return,
+    compute_grpo_outcome_advantage,
+    compute_policy_loss,
+    kl_penalty_k3,
+)
+from axisrl.backends.tiny.evaluate import evaluate  # re-exported: the workflow's stages import it from here
+from axisrl.backends.tiny.features import collate, collate_episodes
+from axisrl.backends.tiny.policy import ToolPointer, segment_entropy, segment_log_softmax
+from axisrl.backends.tiny.rollout import Diverged, Episode, Specs, no_cyclic_gc, rollout
+
+__all__ = ["TrainResult", "TrainSettings", "evaluate", "make_policy", "param_hash", "train"]
+
+
+@dataclass(frozen=True)
+class TrainSettings:
+    """Defaults are the CPU study's: Dr. GRPO advantages with DAPO's step-mean clip-higher loss,
+    no KL and no reference model."""
+
+    algo: str = "grpo"
+    width: int = 64
+    updates: int = 100
+    episodes_per_update: int = 256
+    group_size: int = 8
+    lr: float = 3e-3
+    clip_ratio_low: float = 0.2
+    clip_ratio_high: float | None = None
+    """None: 0.28 for GRPO (DAPO clip-higher), ``clip_ratio_low`` for PPO (the symmetric clip)."""
+    loss_agg_mode: str = "token-mean"
+    norm_adv_by_std_in_grpo: bool = False
+    kl_coef: float = 0.0
+    reward_density: str = "sparse"
+    gamma: float = 1.0
+    lam: float = 0.95
+    ppo_epochs: int = 4
+    ppo_minibatches: int = 4
+    vf_coef: float = 0.5
+    ent_coef: float = 0.01
+    """PPO's entropy bonus; GRPO has none (its zero-advantage steps are then skipped exactly)."""
+    max_grad_norm: float = 1.0
+    leak_primitive_role: bool = False
+    """Add each tool's true primitive to its descriptor: a deliberate leak, for the leak check only."""
+    max_rollout_steps: int | None = None
+    """Token cap: the run stops at exactly this many env steps (episodes running then are truncated)."""
+    max_flops: float | None = None
+    """Iso-FLOP cap: no update starts once rollout + training FLOPs reach it (the last may overshoot)."""
+
+    def __post_init__(self) -> None:
+        checks = {
+            "algo must be 'grpo' or 'ppo'": self.algo in ("grpo", "ppo"),
+            f"loss_agg_mode must be one of {LOSS_AGG_MODES}": self.loss_agg_mode in LOSS_AGG_MODES,
+            "reward_density must be 'sparse' or 'dense'": self.reward_density in ("sparse", "dense"),
+            "width, updates, episodes_per_update, group_size, ppo_epochs and ppo_minibatches must be >= 1":
+                min(self.width, self.updates, self.episodes_per_update, self.group_size, self.ppo_epochs,
+                    self.ppo_minibatches) >= 1,
+            "group_size must not exceed episodes_per_update": self.group_size <= self.episodes_per_update,
+            "max_rollout_steps and max_flops must be positive": all(
+                cap is None or cap > 0 for cap in (self.max_rollout_steps, self.max_flops)),
+        }
+        failed = [message for message, ok in checks.items() if not ok]
+        if failed:
+            raise ValueError("; ".join(failed))
+
+    @property
+    def clip_high(self) -> float:
+        if self.clip_ratio_high is not None:
+            return self.clip_ratio_high
+        return 0.28 if self.algo == "grpo" else self.clip_ratio_low
+
+    @classmethod
+    def from_dict(cls, values: Mapping[str, Any]) -> TrainSettings:
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise ValueError(f"unknown tiny backend settings: {unknown}")
+        return cls(**values)
+
+
+@dataclass
+class TrainResult:
+    """``status``: "ok", or "failed" when the run diverged (``metrics`` then stop before it).
+
+    ``metrics``, one row per update: reward_mean (the trained reward, sparse or dense),
+    success_mean, entropy (mean over rollout decisions), kl (GRPO: k3 KL to the reference when
+    ``kl_coef > 0``, else 0; PPO: mean old - new log-prob of the last minibatch), loss, grad_norm
+    (before clipping), env_steps, episodes, rollout_flops, train_flops, zero_variance_groups and
+    groups. ``compute``: their totals plus updates, distinct_tasks_seen, distinct_envs_seen,
+    failed_episodes (not verified) and truncated_episodes (stopped without ``finish``)."""
+
+    status: str
+    metrics: list[dict[str, Any]]
+    compute: dict[str, Any]
+    state: dict[str, torch.Tensor]
+    param_hash: str
+    settings: TrainSettings
+    timings: dict[str, float] = field(default_factory=dict)
+    """CPU seconds of rollouts and of optimisation, for benchmarks only: never compute."""
+
+
+def param_hash(policy: torch.nn.Module) -> str:
+    digest = hashlib.sha256()
+    for name, tensor in policy.state_dict().items():
+        digest.update(name.encode())
+        digest.update(tensor.detach().contiguous().numpy().tobytes())
+    return digest.hexdigest()
+
+
+def make_policy(settings: TrainSettings) -> ToolPointer:
+    return ToolPointer(settings.width, settings.leak_primitive_role, value_head=settings.algo == "ppo")
+
+
+class TaskSampler:
+    """Walks a seeded shuffle of the tasks, reshuffling after each full pass."""
+
+    def __init__(self, n_tasks: int, rng: np.random.Generator) -> None:
+        self.n, self.rng = n_tasks, rng
+        self.order: list[int] = []
+
+    def take(self, count: int) -> list[int]:
+        out = []
+        while len(out) < count:
+            if not self.order:
+                self.order = self.rng.permutation(self.n).tolist()
+            out.append(self.order.pop(0))
+        return out
+
+
+def _scores(episodes: Sequence[Episode], density: str) -> torch.Tensor:
+    return torch.tensor([e.reward if density == "sparse" else e.partial for e in episodes], dtype=torch.float32)
+
+
+def _padded(episodes: Sequence[Episode], horizon: int) -> tuple[torch.Tensor, torch.Tensor, np.ndarray]:
+    """(valid-step mask [B, H], old log-probs [B, H], flat position of every decision in [B, H])."""
+    mask = torch.zeros(len(episodes), horizon)
+    old = torch.zeros(len(episodes), horizon)
+    positions = []
+    for b, e in enumerate(episodes):
+        n = len(e.actions)
+        mask[b, :n] = 1.0
+        old[b, :n] = torch.tensor(e.log_probs)
+        positions += range(b * horizon, b * horizon + n)
+    return mask, old, np.asarray(positions, dtype=np.int64)
+
+
+def _chosen_log_probs(policy: ToolPointer, episodes: Sequence[Episode], picks: Sequence[tuple[int, int]]
+                      ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor]:
+    """Log-prob of the taken action, value and entropy at each (episode, step) in ``picks``,
+    recomputed with gradients over only the episodes involved."""
+    involved = sorted({b for b, _ in picks})
+    row = {b: r for r, b in enumerate(involved)}
+    batch_of_episodes = collate_episodes([episodes[b].features for b in involved])
+    batch = collate(batch_of_episodes, [episodes[b].decisions[t] for b, t in picks], [row[b] for b, _ in picks])
+    logits, values = policy(batch)
+    log_probs = segment_log_softmax(logits, batch.cand_decision, len(picks))
+    taken = torch.from_numpy(batch.cand_start + np.array([episodes[b].actions[t] for b, t in picks], dtype=np.int64))
+    return log_probs[taken], values, segment_entropy(log_probs, batch.cand_decision, len(picks))
+
+
+def _optimise(policy: ToolPointer, optimizer: torch.optim.Optimizer, loss: torch.Tensor, max_grad_norm: float
+              ) -> float:
+    if not torch.isfinite(loss):
+        raise Diverged("non-finite loss")
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    grad_norm = float(torch.nn.utils.clip_grad_norm_(policy.parameters(), max_grad_norm))
+    if not math.isfinite(grad_norm):
+        raise Diverged("non-finite gradient")
+    optimizer.step()
+    if not all(torch.isfinite(p).all() for p in policy.parameters()):
+        raise Diverged("non-finite parameters")
+    return grad_norm
+
+
+def grpo_update(policy: ToolPointer, reference: ToolPointer | None, optimizer: torch.optim.Optimizer,
+                episodes: Sequence[Episode], group: torch.Tensor, s: TrainSettings, horizon: int) -> dict[str, float]:
+    """One GRPO step. Without a KL term, steps whose advantage is zero contribute nothing, so only
+    the others are recomputed; the aggregation still counts every valid step."""
+    mask, old, positions = _padded(episodes, horizon)
+    advantages = compute_grpo_outcome_advantage(_scores(episodes, s.reward_density), group, mask,
+                                                s.norm_adv_by_std_in_grpo)
+    steps = [(b, t) for b, e in enumerate(episodes) for t in range(len(e.actions))]
+    trained = (np.arange(len(steps)) if s.kl_coef > 0
+               else np.flatnonzero(advantages.flatten()[torch.from_numpy(positions)].numpy() != 0))
+    out = {"loss": 0.0, "grad_norm": 0.0, "kl": 0.0, "train_flops": 0}
+    if len(trained) == 0:
+        return out
+    policy.flops = 0
+    chosen, _, _ = _chosen_log_probs(policy, episodes, [steps[k] for k in trained])
+    out["train_flops"] = 3 * policy.flops
+    at = torch.from_numpy(positions[trained])
+    log_prob = old.flatten().index_put((at,), chosen).view_as(old)
+    loss, _ = compute_policy_loss(old, log_prob, advantages, mask, s.clip_ratio_low, s.clip_high, s.loss_agg_mode)
+    if reference is not None:
+        reference.flops = 0
+        with torch.no_grad():
+            ref_chosen, _, _ = _chosen_log_probs(reference, episodes, steps)
+        out["train_flops"] += reference.flops
+        ref = old.flatten().index_put((torch.from_numpy(positions),), ref_chosen).view_as(old)
+        kl = agg_loss(kl_penalty_k3(log_prob, ref), mask, s.loss_agg_mode)
+        loss = loss + s.kl_coef * kl
+        out["kl"] = float(kl.detach())
+    out["loss"] = float(loss.detach())
+    out["grad_norm"] = _optimise(policy, optimizer, loss, s.max_grad_norm)
+    return out
+
+
+def ppo_update(policy: ToolPointer, optimizer: torch.optim.Optimizer, episodes: Sequence[Episode],
+               s: TrainSettings, horizon: int, rng: np.random.Generator) -> dict[str, float]:
+    """CleanRL-style PPO: GAE on the episodes' outcome rewards, then epochs of shuffled
+    minibatches over the decisions, advantages normalised per minibatch."""
+    mask, old, positions = _padded(episodes, horizon)
+    values = torch.zeros(len(episodes), horizon)
+    rewards = torch.zeros(len(episodes), horizon)
+    for b, (e, score) in enumerate(zip(episodes, _scores(episodes, s.reward_density))):
+        values[b, :len(e.values)] = torch.tensor(e.values)
+        rewards[b, len(e.actions) - 1] = score
+    advantages, returns = compute_gae_advantage_return(rewards, values, mask, s.gamma, s.lam)
+    at = torch.from_numpy(positions)
+    flat_adv, flat_ret, flat_old = advantages.flatten()[at], returns.flatten()[at], old.flatten()[at]
+    steps = [(b, t) for b, e in enumerate(episodes) for t in range(len(e.actions))]
+    out = {"loss": 0.0, "grad_norm": 0.0, "kl": 0.0, "train_flops": 0}
+    for _ in range(s.ppo_epochs):
+        for chunk in np.array_split(rng.permutation(len(steps)), s.ppo_minibatches):
+            if len(chunk) == 0:
+                continue
+            policy.flops = 0
+            log_prob, value, entropy = _chosen_log_probs(policy, episodes, [steps[k] for k in chunk])
+            out["train_flops"] += 3 * policy.flops
+            idx = torch.from_numpy(chunk)
+            adv = flat_adv[idx]
+            if len(chunk) > 1:
+                adv = (adv - adv.mean()) / (adv.std() + 1e-8)
+            ones = torch.ones(1, len(chunk))
+            pg_loss, _ = compute_policy_loss(flat_old[idx][None], log_prob[None], adv[None], ones,
+                                             s.clip_ratio_low, s.clip_high, "token-mean")
+            v_loss = 0.5 * ((value - flat_ret[idx]) ** 2).mean()
+            loss = pg_loss - s.ent_coef * entropy.mean() + s.vf_coef * v_loss
+            out["kl"] = float((flat_old[idx] - log_prob.detach()).mean())
+            out["loss"] = float(loss.detach())
+            out["grad_norm"] = _optimise(policy, optimizer, loss, s.max_grad_norm)
+    return out
+
+
+def train(envs: Sequence[Mapping[str, Any]], tasks: Sequence[Mapping[str, Any]], settings: TrainSettings,
+          seed: int, progress: Callable[[dict[str, Any]], None] | None = None) -> TrainResult:
+    """Train a fresh policy on ``tasks`` (rows of env ``envs``); see the module docstring."""
+    with no_cyclic_gc():
+        return _train(envs, tasks, settings, seed, progress)
+
+
+def _train(envs: Sequence[Mapping[str, Any]], tasks: Sequence[Mapping[str, Any]], settings: TrainSettings,
+           seed: int, progress: Callable[[dict[str, Any]], None] | None) -> TrainResult:
+    if not tasks:
+        raise ValueError("no training tasks")
+    s = settings
+    torch.manual_seed(seed)
+    torch.use_deterministic_algorithms(True)
+    task_rng, seed_rng, action_rng, batch_rng = (np.random.default_rng(child)
+                                                 for child in np.random.SeedSequence(seed).spawn(4))
+    specs = Specs(envs)
+    policy = make_policy(s)
+    reference = copy.deepcopy(policy).requires_grad_(False) if s.algo == "grpo" and s.kl_coef > 0 else None
+    optimizer = torch.optim.Adam(policy.parameters(), lr=s.lr)
+    sampler = TaskSampler(len(tasks), task_rng)
+    horizon = max(spec["max_steps"] for spec in specs.by_id.values())
+    group_count = max(1, s.episodes_per_update // s.group_size)
+
+    metrics: list[dict[str, Any]] = []
+    totals = {"rollout_flops": 0, "train_flops": 0, "env_steps": 0, "episodes": 0, "updates": 0,
+              "zero_variance_groups": 0, "failed_episodes": 0, "truncated_episodes": 0}
+    seen_tasks: set[str] = set()
+    seen_envs: set[str] = set()
+    timings = {"rollout_seconds": 0.0, "train_seconds": 0.0}
+    status = "ok"
+    for update in range(s.updates):
+        if s.max_rollout_steps is not None and totals["env_steps"] >= s.max_rollout_steps:
+            break
+        if s.max_flops is not None and totals["rollout_flops"] + totals["train_flops"] >= s.max_flops:
+            break
+        started = time.process_time()
+        chosen = [tasks[k] for k in sampler.take(group_count)]
+        episode_seeds = seed_rng.integers(0, 2**62, size=group_count * s.group_size)
+        episodes = [Episode.start(specs[task["env_id"]], task, int(episode_seeds[g * s.group_size + i]),
+                                  s.leak_primitive_role)
+                    for g, task in enumerate(chosen) for i in range(s.group_size)]
+        group = torch.arange(group_count).repeat_interleave(s.group_size)
+        budget = None if s.max_rollout_steps is None else s.max_rollout_steps - totals["env_steps"]
+        try:
+            stats = rollout(policy, episodes, action_rng, budget)
+            rolled = time.process_time()
+            if s.algo == "grpo":
+                out = grpo_update(policy, reference, optimizer, episodes, group, s, horizon)
+            else:
+                out = ppo_update(policy, optimizer, episodes, s, horizon, batch_rng)
+        except Diverged:
+            status = "failed"
+            break
+        timings["rollout_seconds"] += rolled - started
+        timings["train_seconds"] += time.process_time() - rolled
+
+        rewards = _scores(episodes, s.reward_density).view(group_count, s.group_size)
+        zero_variance = int((rewards.max(1).values == rewards.min(1).values).sum()) if s.group_size > 1 else 0
+        row = {"update": update, "reward_mean": float(rewards.mean()),
+               "success_mean": float(np.mean([e.success for e in episodes])),
+               "entropy": stats.entropy_sum / max(stats.decisions, 1), "kl": out["kl"], "loss": out["loss"],
+               "grad_norm": out["grad_norm"], "env_steps": stats.env_steps, "episodes": len(episodes),
+               "rollout_flops": stats.flops, "train_flops": out["train_flops"],
+               "zero_variance_groups": zero_variance, "groups": group_count}
+        metrics.append(row)
+        for key in ("rollout_flops", "train_flops", "env_steps", "episodes", "zero_variance_groups"):
+            totals[key] += row[key]
+        totals["updates"] += 1
+        totals["failed_episodes"] += sum(not e.success for e in episodes)
+        totals["truncated_episodes"] += sum(e.truncated for e in episodes)
+        seen_tasks.update(task["task_id"] for task in chosen)
+        seen_envs.update(task["env_id"] for task in chosen)
+        if progress is not None:
+            progress(row)
+    compute = {**totals, "distinct_tasks_seen": len(seen_tasks), "distinct_envs_seen": len(seen_envs)}
+    return TrainResult(status, metrics, compute, {k: v.detach().clone() for k, v in policy.state_dict().items()},
+                       param_hash(policy), s, timings)

@@ -1,0 +1,63 @@
+"""Which environments and tasks a grid point trains on: nested prefixes of one fixed order.
+
+Environment identities (at the design's signature level) are taken in generation order, so the
+``d_env`` environments of a smaller grid point are a prefix of a larger one's. Tasks (those kept by
+the default dedup rule) are ranked within each identity by ``task_id`` and dealt round-robin across
+the chosen identities, so ``d_task`` tasks are a prefix of ``2 * d_task`` and spread evenly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import polars as pl
+
+
+class PoolTooSmall(ValueError):
+    """A grid point asks for more environments or tasks than the synthesized pool holds."""
+
+
+def _identities(envs: pl.DataFrame, column: str, worlds: int | None, d_env: int) -> list[str]:
+    order = envs.select("world_id", column).unique(column, keep="first", maintain_order=True)
+    if worlds is None:
+        chosen = order[column].head(d_env).to_list()
+    else:
+        per_world = d_env // worlds
+        world_ids = order["world_id"].unique(maintain_order=True).head(worlds).to_list()
+        chosen = []
+        for world in world_ids:
+            ids = order.filter(pl.col("world_id") == world)[column].head(per_world).to_list()
+            if len(ids) < per_world:
+                raise PoolTooSmall(f"world {world} has {len(ids)} distinct environments, the design needs {per_world} "
+                                   "(raise synthesize.variants_per_world)")
+            chosen += ids
+        if len(world_ids) < worlds:
+            chosen = []
+    if len(chosen) < d_env:
+        raise PoolTooSmall(f"the pool has {order.height} distinct environments at this level, the design needs "
+                           f"d_env={d_env}" + (f" from {worlds} worlds" if worlds else "")
+                           + " (raise synthesize.n_worlds or variants_per_world)")
+    return chosen
+
+
+def select_training_data(envs: pl.DataFrame, tasks: pl.DataFrame,
+                         design: Mapping[str, Any]) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The env rows and task rows a run of ``design`` trains on (dedup-stage frames in, same columns out)."""
+    column = f"env_{design['env_level']}"
+    chosen = _identities(envs, column, design["worlds"], design["d_env"])
+    rank = {identity: i for i, identity in enumerate(chosen)}
+    candidates = (
+        tasks.filter(pl.col("keep"))
+        .join(envs.select("env_id", column), on="env_id", how="inner")
+        .filter(pl.col(column).is_in(chosen))
+        .with_columns(identity_rank=pl.col(column).replace_strict(rank, return_dtype=pl.Int64))
+        .sort("identity_rank", "task_id")
+        .with_columns(task_rank=pl.int_range(pl.len()).over("identity_rank"))
+        .sort("task_rank", "identity_rank")
+    )
+    if candidates.height < design["d_task"]:
+        raise PoolTooSmall(f"d_env={design['d_env']} environments hold {candidates.height} distinct tasks, the design "
+                           f"needs d_task={design['d_task']} (raise synthesize.tasks_per_env)")
+    selected = candidates.head(design["d_task"]).drop(column, "identity_rank", "task_rank")
+    return envs.filter(pl.col("env_id").is_in(selected["env_id"].unique().to_list())), selected

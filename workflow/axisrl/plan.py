@@ -1,0 +1,171 @@
+"""The study plan: experiment families from config, expanded to runs and merged.
+
+A *design* is everything that determines what a training run does except its seed; a *run* is a
+design plus a seed. Families only decide which designs exist: two families that ask for the same
+design (the centre point of the three axis sweeps, say) share one run, which lists both families.
+The plan is pure config -> rows, cheap enough to compute at Snakemake parse time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+from axisrl.config import ConfigError, StageSpec, canonical_json
+
+AXES = ("d_env", "d_task", "d_traj")
+HELD_FACTORS = {"quarter": 0.25, "half": 0.5, "double": 2.0}
+
+
+@dataclass(frozen=True)
+class Design:
+    """One grid point. ``env_level`` says how distinct environments are counted (dedup level, or the
+    placebo that scales procedural content under one signature); ``worlds`` fixes the number of L2
+    worlds the ``d_env`` environments come from (None: as many as the pool order gives)."""
+
+    d_env: int
+    d_task: int
+    d_traj: int
+    width: int
+    algo: str
+    reward_density: str
+    env_level: str = "s1"
+    worlds: int | None = None
+    budget: str = "fixed_updates"
+
+    @property
+    def point_key(self) -> str:
+        return hashlib.sha256(canonical_json(asdict(self)).encode()).hexdigest()[:12]
+
+
+def _scaled(value: int, factor: float) -> int:
+    return max(1, round(value * factor))
+
+
+def _sweeps(centre: Design, grids: Mapping[str, list[int]], axes: list[str]) -> Iterator[Design]:
+    """One-axis sweeps: each named axis over its grid, the other two held at the centre."""
+    for axis in axes:
+        for value in grids[axis]:
+            yield replace(centre, **{axis: value})
+
+
+def family_designs(study: Mapping[str, Any]) -> Iterator[tuple[str, Design]]:
+    """(family, design) pairs for every enabled family of the ``study`` config section."""
+    families = study["families"]
+    centre = Design(**study["centre"], width=study["width"], algo=study["algo"],
+                    reward_density=study["reward_density"])
+    grids = study["grids"]
+
+    if families["axis_sweeps"]["enabled"]:
+        for design in _sweeps(centre, grids, list(AXES)):
+            yield "axis_sweeps", design
+    if families["calibration"]["enabled"]:
+        for design in _sweeps(centre, families["calibration"]["grids"], list(AXES)):
+            yield "calibration", design
+    if families["held_axis"]["enabled"]:
+        for name in families["held_axis"]["factors"]:
+            factor = HELD_FACTORS[name]
+            held = replace(centre, **{axis: _scaled(getattr(centre, axis), factor) for axis in AXES})
+            for design in _sweeps(held, grids, families["held_axis"]["axes"]):
+                yield f"held_axis_{name}", design
+    if families["interaction"]["enabled"]:
+        for d_env in families["interaction"]["d_env"]:
+            for d_task in families["interaction"]["d_task"]:
+                yield "interaction", replace(centre, d_env=d_env, d_task=d_task)
+    if families["worlds_variants"]["enabled"]:
+        for d_env in families["worlds_variants"]["d_env"]:
+            for worlds in families["worlds_variants"]["worlds"]:
+                if d_env % worlds == 0:
+                    yield "worlds_variants", replace(centre, d_env=d_env, worlds=worlds)
+    if families["pool_construction"]["enabled"]:
+        for level in families["pool_construction"]["levels"]:
+            for design in _sweeps(replace(centre, env_level=level), grids, ["d_env"]):
+                yield f"pool_{level}", design
+    if families["budget_conventions"]["enabled"]:
+        for budget in families["budget_conventions"]["conventions"]:
+            for design in _sweeps(replace(centre, budget=budget), grids, families["budget_conventions"]["axes"]):
+                yield f"budget_{budget}", design
+    if families["model_sizes"]["enabled"]:
+        for width in families["model_sizes"]["widths"]:
+            for design in _sweeps(replace(centre, width=width), grids, families["model_sizes"]["axes"]):
+                yield "model_sizes", design
+    if families["algorithms"]["enabled"]:
+        for algo in families["algorithms"]["algos"]:
+            for design in _sweeps(replace(centre, algo=algo), grids, families["algorithms"]["axes"]):
+                yield "algorithms", design
+    if families["reward_density"]["enabled"]:
+        for density in families["reward_density"]["densities"]:
+            for design in _sweeps(replace(centre, reward_density=density), grids,
+                                  families["reward_density"]["axes"]):
+                yield "reward_density", design
+
+
+def plan_designs(study: Mapping[str, Any]) -> dict[str, tuple[Design, list[str]]]:
+    """Distinct designs by point key, in first-seen order, each with the families that asked for it."""
+    merged: dict[str, tuple[Design, list[str]]] = {}
+    for family, design in family_designs(study):
+        _, families = merged.setdefault(design.point_key, (design, []))
+        if family not in families:
+            families.append(family)
+    return merged
+
+
+def run_key(point_key: str, seed: int) -> str:
+    return hashlib.sha256(f"{point_key}:{seed}".encode()).hexdigest()[:12]
+
+
+def plan_rows(designs: Mapping[str, tuple[Design, list[str]]], seeds: Sequence[int],
+              domain: str) -> list[dict[str, Any]]:
+    """One row per run (design x seed): the ``runs.parquet`` of the plan stage."""
+    rows = []
+    for point_key, (design, families) in designs.items():
+        for seed in seeds:
+            rows.append({"run_key": run_key(point_key, seed), "point_key": point_key, "families": families,
+                         "domain": domain, **asdict(design), "seed": seed})
+    return rows
+
+
+@dataclass(frozen=True)
+class PointJobs:
+    """The train and evaluate stage specs of one grid point (all its seeds run in one job each)."""
+
+    design: Design
+    seeds: tuple[int, ...]
+    run_keys: tuple[str, ...]
+    train: StageSpec
+    evaluate: StageSpec
+
+
+def check_designs(designs: Mapping[str, tuple[Design, list[str]]]) -> None:
+    """Designs the data cannot honour: fewer tasks than environments leaves environments unused."""
+    problems = [f"d_env={d.d_env} d_task={d.d_task} ({', '.join(families)})"
+                for d, families in designs.values() if d.d_task < d.d_env]
+    problems += [f"d_env={d.d_env} is not a multiple of worlds={d.worlds} ({', '.join(families)})"
+                 for d, families in designs.values() if d.worlds and d.d_env % d.worlds]
+    if problems:
+        raise ConfigError("study: designs with fewer tasks than environments or uneven worlds:\n  "
+                          + "\n  ".join(problems))
+
+
+def study_jobs(cfg: Mapping[str, Any], hashed: Mapping[str, Any], dedup_key: str
+               ) -> tuple[StageSpec, list[dict[str, Any]], dict[str, PointJobs], StageSpec]:
+    """Plan spec and rows, the per-point train/evaluate specs, and the collect spec.
+
+    ``hashed`` is the config with speed-only options removed (what keys cover).
+    """
+    designs = plan_designs(cfg["study"])
+    check_designs(designs)
+    plan_spec = StageSpec("plan", {"domain": hashed["domain"], "study": hashed["study"]})
+    seeds = tuple(cfg["study"]["seeds"])
+    points = {}
+    for point_key, (design, _) in designs.items():
+        train = StageSpec("train", {"train": hashed["train"], "design": asdict(design), "seeds": list(seeds)},
+                          {"dedup": dedup_key})
+        evaluate = StageSpec("evaluate", {"evaluate": hashed["evaluate"]}, {"train": train.key})
+        points[point_key] = PointJobs(design, seeds, tuple(run_key(point_key, s) for s in seeds), train, evaluate)
+    eval_keys = sorted(p.evaluate.key for p in points.values())
+    collect = StageSpec("collect", {}, {"plan": plan_spec.key,
+                                        "evaluate": hashlib.sha256(",".join(eval_keys).encode()).hexdigest()[:12]})
+    return plan_spec, plan_rows(designs, seeds, cfg["domain"]), points, collect

@@ -1,0 +1,80 @@
+rule plan:
+    output:
+        runs=f"{RESULTS}/plan/{PLAN_SPEC.key}/runs.parquet",
+    log:
+        f"{RESULTS}/logs/plan/{PLAN_SPEC.key}.log",
+    conda:
+        "../../envs/core.yaml"
+    threads: 1
+    params:
+        spec=PLAN_SPEC,
+        settings={"runs": PLAN_ROWS},
+    script:
+        "../scripts/plan.py"
+
+
+rule train:
+    input:
+        envs=rules.dedup.output.envs,
+        tasks=rules.dedup.output.tasks,
+    output:
+        metrics=f"{RESULTS}/train/{{train_key}}/metrics.parquet",
+        runs=f"{RESULTS}/train/{{train_key}}/runs.parquet",
+        checkpoints=expand(
+            f"{RESULTS}/train/{{{{train_key}}}}/policy_seed{{seed}}.pt",
+            seed=CONFIG["study"]["seeds"],
+        ),
+    log:
+        f"{RESULTS}/logs/train/{{train_key}}.log",
+    conda:
+        "../../envs/core.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=60,
+    params:
+        spec=train_spec,
+        settings=train_params,
+    script:
+        "../scripts/train.py"
+
+
+rule evaluate:
+    input:
+        heldout_envs=rules.dedup.output.heldout_envs,
+        heldout_tasks=rules.dedup.output.heldout_tasks,
+        checkpoints=checkpoints_of,
+    output:
+        episodes=f"{RESULTS}/evaluate/{{eval_key}}/episodes.parquet",
+    log:
+        f"{RESULTS}/logs/evaluate/{{eval_key}}.log",
+    conda:
+        "../../envs/core.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=30,
+    params:
+        spec=evaluate_spec,
+        settings=evaluate_params,
+    script:
+        "../scripts/evaluate.py"
+
+
+rule collect:
+    input:
+        plan=rules.plan.output.runs,
+        train_runs=all_train_runs(),
+        episodes=all_episodes(),
+    output:
+        runs=f"{RESULTS}/collect/{COLLECT_SPEC.key}/runs.parquet",
+    log:
+        f"{RESULTS}/logs/collect/{COLLECT_SPEC.key}.log",
+    conda:
+        "../../envs/core.yaml"
+    threads: 1
+    params:
+        spec=COLLECT_SPEC,
+        settings={},
+    script:
+        "../scripts/collect.py"
