@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import polars as pl
@@ -141,3 +144,26 @@ def test_smoke_study_collects_one_row_per_planned_run(smoke_run):
     assert (runs["env_steps"] > 0).all() and (runs["rollout_flops"] > 0).all()
     trained = list((smoke_run / "results" / "train").iterdir())
     assert len(trained) == planned["point_key"].n_unique()
+
+
+@pytest.mark.slow
+def test_killed_study_resumes_without_retraining_finished_runs(tmp_path):
+    workdir = copy_workflow(tmp_path)
+    snakemake(workdir, "dedup", "--cores", "2", *SMOKE)
+    log = (tmp_path / "study.log").open("w")
+    study = subprocess.Popen([sys.executable, "-m", "snakemake", "--cores", "1", *SMOKE], cwd=workdir,
+                             stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    train_dir = workdir / "results" / "train"
+    deadline = time.monotonic() + 300
+    # One job at a time: once Snakemake reports a train job finished, its outputs are complete.
+    while "(Rule: train)" not in (tmp_path / "study.log").read_text() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    finished = {path: path.stat().st_mtime_ns for path in train_dir.glob("*/*") if path.suffix in (".parquet", ".pt")}
+    os.killpg(study.pid, signal.SIGKILL)
+    study.wait()
+    assert finished, "no training run finished before the kill"
+    snakemake(workdir, "--unlock", *SMOKE)  # a killed Snakemake leaves its lock behind
+    snakemake(workdir, "--cores", "2", *SMOKE, "--rerun-incomplete")
+    assert all(path.stat().st_mtime_ns == mtime for path, mtime in finished.items())
+    (collect_dir,) = (workdir / "results" / "collect").iterdir()
+    assert pl.read_parquet(collect_dir / "runs.parquet")["status"].eq("ok").all()
