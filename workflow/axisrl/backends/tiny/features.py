@@ -8,10 +8,10 @@ appearance within its episode, so what the policy can learn about it is its kind
 afresh per episode, so it names nothing) and the roles it plays in the goal and the history.
 
 An ``EpisodeFeatures`` follows one ``CompactEpisode``: the goal and tools are encoded once, each
-history step once, and ``decision()`` returns the arrays of the current decision point. ``collate``
-stacks decisions of many episodes into one ``Batch`` with global row indices, so that one forward
-scores every candidate of every decision
-(``collate_episodes`` once per set of episodes, ``collate`` per set of their decisions).
+history step once, and ``decision()`` returns the arrays of the current decision point.
+``collate_episodes`` stacks the per-episode parts of many episodes into an ``EpisodeBatch`` and
+``collate`` stacks their decisions into a ``Batch`` with global row indices, so that one forward
+scores every candidate of every decision.
 """
 
 from __future__ import annotations
@@ -53,6 +53,7 @@ N_HISTORY_FEATURES = HISTORY_K * len(SECTIONS)
 PRIMITIVES = ("lookup", "get", "list", "filter", "aggregate", "create", "update", "delete", "link", "transition",
               "finish")
 MAX_STEP_FEATURE = 16
+"""Step counts with their own embedding; later steps share the last."""
 
 _SYMBOL = re.compile(r"([TFEV])\+?(\d+)|#(-?\d+)|A(\d+|\?)")
 _TOKENS: dict[str, tuple[int, int]] = {}
@@ -79,13 +80,14 @@ def classify(token: str) -> tuple[int, int]:
 
 @dataclass(frozen=True, slots=True)
 class CandidateBlock:
-    """The candidates of one tool at one decision: rows, and one entry per filled argument
-    (candidate row within the block, parameter row within the episode, pointed value)."""
+    """The candidates of one tool at one decision: how many, and one entry per filled argument
+    (candidate row within the block, parameter row within the episode, pointed value). Arrays,
+    since a block is reused by every decision until its tool's candidates change."""
 
-    tool: list[int]
-    arg_cand: list[int]
-    arg_param: list[int]
-    arg_val: list[int]
+    count: int
+    arg_cand: np.ndarray
+    arg_param: np.ndarray
+    arg_val: np.ndarray
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,18 +211,17 @@ class EpisodeFeatures:
         return HistoryStep(position if kind == -2 else -1, toks, partners,
                            [[age * len(SECTIONS) + section for section in sections] for age in range(HISTORY_K)])
 
-    def _block(self, rows: list[list[int]]) -> CandidateBlock:
-        tool, arg_cand, arg_param, arg_val = [], [], [], []
-        starts = self.param_start
-        for c, (position, *pointers) in enumerate(rows):
-            tool.append(position)
-            start = starts[position]
+    def _block(self, position: int, rows: list[list[int]]) -> CandidateBlock:
+        arg_cand, arg_param, arg_val = [], [], []
+        start = self.param_start[position]
+        for c, (_, *pointers) in enumerate(rows):
             for j, pointer in enumerate(pointers):
                 if pointer >= 0:
                     arg_cand.append(c)
                     arg_param.append(start + j)
                     arg_val.append(pointer)
-        return CandidateBlock(tool, arg_cand, arg_param, arg_val)
+        args = np.array([arg_cand, arg_param, arg_val], dtype=np.int64).reshape(3, -1)
+        return CandidateBlock(len(rows), args[0], args[1], args[2])
 
     def decision(self) -> Decision:
         compact = self.compact
@@ -256,7 +257,7 @@ class EpisodeFeatures:
         for position, rows in enumerate(compact.blocks):
             cached = self.blocks.get(position)
             if cached is None or cached[0] is not rows:
-                cached = self.blocks[position] = (rows, self._block(rows))
+                cached = self.blocks[position] = (rows, self._block(position, rows))
             blocks.append(cached[1])
         return Decision(len(self.sym_kind), len(compact.steps), occ_tok, occ_partner, occ_feature, occ_step,
                         [step.tool for step in recent], list(ages), val_tok, val_type, val_type_tok, blocks)
@@ -403,7 +404,8 @@ def collate(episodes: EpisodeBatch, decisions: Sequence[Decision], rows: Sequenc
     blocks = [block for d in decisions for block in d.blocks]  # one per tool position, in order
     n_blocks = _lengths([d.blocks for d in decisions])
     block_dec = np.repeat(np.arange(n), n_blocks)
-    block_cands = _lengths([block.tool for block in blocks])
+    block_position = np.arange(len(blocks)) - np.repeat(_offsets(n_blocks), n_blocks)
+    block_cands = np.fromiter((block.count for block in blocks), dtype=np.int64, count=len(blocks))
     block_start = _offsets(block_cands)
     # every candidate of a tool that a recent step called, paired with that step
     position = _flat([d.step_tool for d in decisions])
@@ -412,12 +414,12 @@ def collate(episodes: EpisodeBatch, decisions: Sequence[Decision], rows: Sequenc
     repeats = block_cands[called_block]
     recall_step = np.repeat(called, repeats)
     recall_cand = np.repeat(block_start[called_block] - _offsets(repeats), repeats) + np.arange(repeats.sum())
-    block_args = _lengths([block.arg_cand for block in blocks])
+    block_args = np.fromiter((len(block.arg_cand) for block in blocks), dtype=np.int64, count=len(blocks))
     cand_count = np.bincount(block_dec, weights=block_cands, minlength=n).astype(np.int64)
     cand_dec = np.repeat(np.arange(n), cand_count)
     arg_dec = np.repeat(block_dec, block_args)
     val_len = _lengths([d.val_tok for d in decisions])
-    arg_val = _flat([block.arg_val for block in blocks]) + _offsets(val_len)[arg_dec]
+    arg_val = np.concatenate([block.arg_val for block in blocks]) + _offsets(val_len)[arg_dec]
     used, arg_val = np.unique(arg_val, return_inverse=True)
     val_dec = np.repeat(np.arange(n), val_len)[used]
 
@@ -440,9 +442,9 @@ def collate(episodes: EpisodeBatch, decisions: Sequence[Decision], rows: Sequenc
         val_type=_tensor(_flat([d.val_type for d in decisions])[used]),
         val_type_tok=_tensor(_shift_tokens(_flat([d.val_type_tok for d in decisions])[used], dsym_base[val_dec])),
         cand_decision=_tensor(cand_dec),
-        cand_tool=_tensor(_flat([block.tool for block in blocks]) + episodes.tool_base[ep[cand_dec]]),
-        arg_cand=_tensor(_flat([block.arg_cand for block in blocks]) + np.repeat(block_start, block_args)),
-        arg_param=_tensor(_flat([block.arg_param for block in blocks]) + episodes.param_base[ep[arg_dec]]),
+        cand_tool=_tensor(np.repeat(block_position, block_cands) + episodes.tool_base[ep[cand_dec]]),
+        arg_cand=_tensor(np.concatenate([block.arg_cand for block in blocks]) + np.repeat(block_start, block_args)),
+        arg_param=_tensor(np.concatenate([block.arg_param for block in blocks]) + episodes.param_base[ep[arg_dec]]),
         arg_val=_tensor(arg_val),
         recall_cand=_tensor(recall_cand),
         recall_step=_tensor(recall_step),

@@ -24,21 +24,11 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from axisrl.backends.tiny.features import (
-    GOAL_POSITIONS,
-    HISTORY_K,
-    MAX_STEP_FEATURE,
-    N_GOAL_ROLES,
-    N_HISTORY_FEATURES,
-    N_SLOTS,
-    N_STRUCT,
-    PRIMITIVES,
-    SYMBOL_KINDS,
-    Batch,
-    EpisodeBatch,
-)
+from axisrl.backends.tiny.features import (HISTORY_K, MAX_STEP_FEATURE, N_GOAL_ROLES, N_HISTORY_FEATURES, N_SLOTS,
+                                           N_STRUCT, PRIMITIVES, SYMBOL_KINDS, Batch, EpisodeBatch)
 
-MAX_PARAMS = GOAL_POSITIONS
+MAX_PARAMS = 8
+"""Parameter positions with their own embedding; later ones share the last."""
 
 
 class ToolPointer(nn.Module):

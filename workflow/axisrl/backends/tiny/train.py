@@ -186,51 +186,79 @@ def _chosen_log_probs(policy: ToolPointer, episodes: Sequence[Episode], picks: S
     return log_probs[taken], values, segment_entropy(log_probs, batch.cand_decision, len(picks))
 
 
-def _optimise(policy: ToolPointer, optimizer: torch.optim.Optimizer, loss: torch.Tensor, max_grad_norm: float
-              ) -> float:
+def _backward(loss: torch.Tensor) -> None:
     if not torch.isfinite(loss):
         raise Diverged("non-finite loss")
-    optimizer.zero_grad(set_to_none=True)
     loss.backward()
+
+
+def _step(policy: ToolPointer, optimizer: torch.optim.Optimizer, max_grad_norm: float) -> float:
+    """Clip the accumulated gradient, take the optimiser step, zero the gradient; the norm before clipping."""
     grad_norm = float(torch.nn.utils.clip_grad_norm_(policy.parameters(), max_grad_norm))
     if not math.isfinite(grad_norm):
         raise Diverged("non-finite gradient")
     optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
     if not all(torch.isfinite(p).all() for p in policy.parameters()):
         raise Diverged("non-finite parameters")
     return grad_norm
 
 
+GRPO_CHUNK_STEPS = 256
+"""Decisions (whole episodes, at least one) per forward/backward in a GRPO step: gradients
+accumulate, so the autograd graph of one chunk, not of the whole update, is held in memory."""
+
+
+def _chunks(episodes: Sequence[Episode], indices: Sequence[int], steps: int) -> list[list[int]]:
+    chunks: list[list[int]] = [[]]
+    size = 0
+    for b in indices:
+        if chunks[-1] and size + len(episodes[b].actions) > steps:
+            chunks.append([])
+            size = 0
+        chunks[-1].append(b)
+        size += len(episodes[b].actions)
+    return chunks
+
+
 def grpo_update(policy: ToolPointer, reference: ToolPointer | None, optimizer: torch.optim.Optimizer,
                 episodes: Sequence[Episode], group: torch.Tensor, s: TrainSettings, horizon: int) -> dict[str, float]:
-    """One GRPO step. Without a KL term, steps whose advantage is zero contribute nothing, so only
-    the others are recomputed; the aggregation still counts every valid step."""
-    mask, old, positions = _padded(episodes, horizon)
+    """One GRPO step. Every aggregation is a sum over episodes with batch-wide normalisers, so the
+    loss is computed chunk by chunk with each chunk's share of the normaliser. Without a KL term
+    an episode whose advantage is zero contributes nothing and is not recomputed at all; the
+    normalisers still count its steps."""
+    mask, old, _ = _padded(episodes, horizon)
     advantages = compute_grpo_outcome_advantage(_scores(episodes, s.reward_density), group, mask,
                                                 s.norm_adv_by_std_in_grpo)
-    steps = [(b, t) for b, e in enumerate(episodes) for t in range(len(e.actions))]
-    trained = (np.arange(len(steps)) if s.kl_coef > 0
-               else np.flatnonzero(advantages.flatten()[torch.from_numpy(positions)].numpy() != 0))
     out = {"loss": 0.0, "grad_norm": 0.0, "kl": 0.0, "train_flops": 0}
-    if len(trained) == 0:
+    needed = [b for b in range(len(episodes)) if s.kl_coef > 0 or bool(advantages[b].any())]
+    if not needed:
         return out
-    policy.flops = 0
-    chosen, _, _ = _chosen_log_probs(policy, episodes, [steps[k] for k in trained])
-    out["train_flops"] = 3 * policy.flops
-    at = torch.from_numpy(positions[trained])
-    log_prob = old.flatten().index_put((at,), chosen).view_as(old)
-    loss, _ = compute_policy_loss(old, log_prob, advantages, mask, s.clip_ratio_low, s.clip_high, s.loss_agg_mode)
-    if reference is not None:
-        reference.flops = 0
-        with torch.no_grad():
-            ref_chosen, _, _ = _chosen_log_probs(reference, episodes, steps)
-        out["train_flops"] += reference.flops
-        ref = old.flatten().index_put((torch.from_numpy(positions),), ref_chosen).view_as(old)
-        kl = agg_loss(kl_penalty_k3(log_prob, ref), mask, s.loss_agg_mode)
-        loss = loss + s.kl_coef * kl
-        out["kl"] = float(kl.detach())
-    out["loss"] = float(loss.detach())
-    out["grad_norm"] = _optimise(policy, optimizer, loss, s.max_grad_norm)
+    for chunk in _chunks(episodes, needed, GRPO_CHUNK_STEPS):
+        rows = torch.tensor(chunk)
+        share = {"token-mean": float(mask[rows].sum() / mask.sum()),
+                 "seq-mean-token-sum-norm": 1.0}.get(s.loss_agg_mode, len(chunk) / len(episodes))
+        steps = [(b, t) for b in chunk for t in range(len(episodes[b].actions))]
+        at = torch.tensor([r * horizon + t for r, b in enumerate(chunk) for t in range(len(episodes[b].actions))])
+        policy.flops = 0
+        chosen, _, _ = _chosen_log_probs(policy, episodes, steps)
+        out["train_flops"] += 3 * policy.flops
+        log_prob = old[rows].flatten().index_put((at,), chosen).view(len(chunk), horizon)
+        loss, _ = compute_policy_loss(old[rows], log_prob, advantages[rows], mask[rows], s.clip_ratio_low,
+                                      s.clip_high, s.loss_agg_mode)
+        loss = share * loss
+        if reference is not None:
+            reference.flops = 0
+            with torch.no_grad():
+                ref_chosen, _, _ = _chosen_log_probs(reference, episodes, steps)
+            out["train_flops"] += reference.flops
+            ref = old[rows].flatten().index_put((at,), ref_chosen).view(len(chunk), horizon)
+            kl = share * agg_loss(kl_penalty_k3(log_prob, ref), mask[rows], s.loss_agg_mode)
+            loss = loss + s.kl_coef * kl
+            out["kl"] += float(kl.detach())
+        _backward(loss)
+        out["loss"] += float(loss.detach())
+    out["grad_norm"] = _step(policy, optimizer, s.max_grad_norm)
     return out
 
 
@@ -242,8 +270,9 @@ def ppo_update(policy: ToolPointer, optimizer: torch.optim.Optimizer, episodes: 
     values = torch.zeros(len(episodes), horizon)
     rewards = torch.zeros(len(episodes), horizon)
     for b, (e, score) in enumerate(zip(episodes, _scores(episodes, s.reward_density))):
-        values[b, :len(e.values)] = torch.tensor(e.values)
-        rewards[b, len(e.actions) - 1] = score
+        if e.actions:  # an episode cut by the step cap before its first step has nothing to learn from
+            values[b, :len(e.values)] = torch.tensor(e.values)
+            rewards[b, len(e.actions) - 1] = score
     advantages, returns = compute_gae_advantage_return(rewards, values, mask, s.gamma, s.lam)
     at = torch.from_numpy(positions)
     flat_adv, flat_ret, flat_old = advantages.flatten()[at], returns.flatten()[at], old.flatten()[at]
@@ -267,7 +296,8 @@ def ppo_update(policy: ToolPointer, optimizer: torch.optim.Optimizer, episodes: 
             loss = pg_loss - s.ent_coef * entropy.mean() + s.vf_coef * v_loss
             out["kl"] = float((flat_old[idx] - log_prob.detach()).mean())
             out["loss"] = float(loss.detach())
-            out["grad_norm"] = _optimise(policy, optimizer, loss, s.max_grad_norm)
+            _backward(loss)
+            out["grad_norm"] = _step(policy, optimizer, s.max_grad_norm)
     return out
 
 
@@ -291,6 +321,7 @@ def _train(envs: Sequence[Mapping[str, Any]], tasks: Sequence[Mapping[str, Any]]
     policy = make_policy(s)
     reference = copy.deepcopy(policy).requires_grad_(False) if s.algo == "grpo" and s.kl_coef > 0 else None
     optimizer = torch.optim.Adam(policy.parameters(), lr=s.lr)
+    optimizer.zero_grad(set_to_none=True)
     sampler = TaskSampler(len(tasks), task_rng)
     horizon = max(spec["max_steps"] for spec in specs.by_id.values())
     group_count = max(1, s.episodes_per_update // s.group_size)
