@@ -85,7 +85,9 @@ def test_selection_is_nested_and_spread_over_environments():
 def test_worlds_fix_where_environments_come_from():
     envs, _ = select_training_data(ENVS, TASKS, {**DESIGN, "d_env": 2, "worlds": 2})
     assert sorted(envs["env_s1"].unique()) == ["a", "c"]
-    with pytest.raises(PoolTooSmall, match="world w2 has 1 distinct environments"):
+    envs, _ = select_training_data(ENVS, TASKS, {**DESIGN, "d_env": 1, "worlds": 1})
+    assert envs["env_s1"].unique().to_list() == ["a"]
+    with pytest.raises(PoolTooSmall, match="from 3 worlds with 2 each"):
         select_training_data(ENVS, TASKS, {**DESIGN, "d_env": 6, "worlds": 3})
 
 

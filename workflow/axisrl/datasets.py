@@ -1,7 +1,8 @@
 """Which environments and tasks a grid point trains on: nested prefixes of one fixed order.
 
 Environment identities (at the design's signature level) are taken in generation order, so the
-``d_env`` environments of a smaller grid point are a prefix of a larger one's. Tasks (those kept by
+``d_env`` environments of a smaller grid point are a prefix of a larger one's. A design that fixes
+the number of worlds W takes the first W worlds holding at least ``d_env / W`` distinct environments. Tasks (those kept by
 the default dedup rule) are ranked within each identity by ``task_id`` and dealt round-robin across
 the chosen identities, so ``d_task`` tasks are a prefix of ``2 * d_task`` and spread evenly.
 """
@@ -24,19 +25,13 @@ def _identities(envs: pl.DataFrame, column: str, worlds: int | None, d_env: int)
         chosen = order[column].head(d_env).to_list()
     else:
         per_world = d_env // worlds
-        world_ids = order["world_id"].unique(maintain_order=True).head(worlds).to_list()
-        chosen = []
-        for world in world_ids:
-            ids = order.filter(pl.col("world_id") == world)[column].head(per_world).to_list()
-            if len(ids) < per_world:
-                raise PoolTooSmall(f"world {world} has {len(ids)} distinct environments, the design needs {per_world} "
-                                   "(raise synthesize.variants_per_world)")
-            chosen += ids
-        if len(world_ids) < worlds:
-            chosen = []
+        counts = order.group_by("world_id", maintain_order=True).len()
+        eligible = counts.filter(pl.col("len") >= per_world)["world_id"].head(worlds).to_list()
+        chosen = [identity for world in eligible
+                  for identity in order.filter(pl.col("world_id") == world)[column].head(per_world).to_list()]
     if len(chosen) < d_env:
         raise PoolTooSmall(f"the pool has {order.height} distinct environments at this level, the design needs "
-                           f"d_env={d_env}" + (f" from {worlds} worlds" if worlds else "")
+                           f"d_env={d_env}" + (f" from {worlds} worlds with {d_env // worlds} each" if worlds else "")
                            + " (raise synthesize.n_worlds or variants_per_world)")
     return chosen
 

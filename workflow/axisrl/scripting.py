@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from axisrl.artifacts import ArtifactError
+from axisrl.datasets import PoolTooSmall
 
 
 def run_stage(job: Any, stage: Callable[..., None]) -> None:
@@ -24,6 +25,9 @@ def run_stage(job: Any, stage: Callable[..., None]) -> None:
     )
     try:
         stage(job.params.spec, job.params.settings, dict(job.input.items()), dict(job.output.items()))
-    except ArtifactError as exc:
+    except (ArtifactError, PoolTooSmall) as exc:
         logging.getLogger("axisrl").error("%s", exc)
         sys.exit(1)
+    except Exception:
+        logging.getLogger("axisrl").exception("stage failed")
+        raise
