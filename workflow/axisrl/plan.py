@@ -17,6 +17,13 @@ from axisrl.config import ConfigError, StageSpec, canonical_json
 
 AXES = ("d_env", "d_task", "d_traj")
 HELD_FACTORS = {"quarter": 0.25, "half": 0.5, "double": 2.0}
+VARIED_FIELD_FAMILIES = (
+    ("budget_conventions", "budget", "conventions"),
+    ("model_sizes", "width", "widths"),
+    ("algorithms", "algo", "algos"),
+    ("reward_density", "reward_density", "densities"),
+)
+"""Families that set one design field to each listed value and sweep the named axes: (family, field, list key)."""
 
 
 @dataclass(frozen=True)
@@ -83,23 +90,12 @@ def family_designs(study: Mapping[str, Any]) -> Iterator[tuple[str, Design]]:
         for level in families["pool_construction"]["levels"]:
             for design in _sweeps(replace(centre, env_level=level), grids, ["d_env"]):
                 yield f"pool_{level}", design
-    if families["budget_conventions"]["enabled"]:
-        for budget in families["budget_conventions"]["conventions"]:
-            for design in _sweeps(replace(centre, budget=budget), grids, families["budget_conventions"]["axes"]):
-                yield f"budget_{budget}", design
-    if families["model_sizes"]["enabled"]:
-        for width in families["model_sizes"]["widths"]:
-            for design in _sweeps(replace(centre, width=width), grids, families["model_sizes"]["axes"]):
-                yield "model_sizes", design
-    if families["algorithms"]["enabled"]:
-        for algo in families["algorithms"]["algos"]:
-            for design in _sweeps(replace(centre, algo=algo), grids, families["algorithms"]["axes"]):
-                yield "algorithms", design
-    if families["reward_density"]["enabled"]:
-        for density in families["reward_density"]["densities"]:
-            for design in _sweeps(replace(centre, reward_density=density), grids,
-                                  families["reward_density"]["axes"]):
-                yield "reward_density", design
+    for family, field, values in VARIED_FIELD_FAMILIES:
+        config = families[family]
+        if config["enabled"]:
+            for value in config[values]:
+                for design in _sweeps(replace(centre, **{field: value}), grids, config["axes"]):
+                    yield (f"budget_{value}" if family == "budget_conventions" else family), design
 
 
 def plan_designs(study: Mapping[str, Any]) -> dict[str, tuple[Design, list[str]]]:

@@ -34,12 +34,11 @@ from axisrl.backends.tiny.algos import (
     compute_policy_loss,
     kl_penalty_k3,
 )
-from axisrl.backends.tiny.evaluate import evaluate  # re-exported: the workflow's stages import it from here
 from axisrl.backends.tiny.features import collate, collate_episodes
 from axisrl.backends.tiny.policy import ToolPointer, segment_entropy, segment_log_softmax
 from axisrl.backends.tiny.rollout import Diverged, Episode, Specs, no_cyclic_gc, rollout
 
-__all__ = ["TrainResult", "TrainSettings", "evaluate", "make_policy", "param_hash", "train"]
+__all__ = ["TrainResult", "TrainSettings", "make_policy", "param_hash", "train"]
 
 
 @dataclass(frozen=True)
