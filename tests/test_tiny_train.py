@@ -14,6 +14,7 @@ from axisrl.backends import tiny
 from axisrl.backends.tiny import algos
 from axisrl.backends.tiny.features import EpisodeFeatures, collate, collate_episodes
 from axisrl.backends.tiny.policy import ToolPointer
+from axisrl.backends.tiny.rollout import Episode, Node, Specs, rollout
 from axisrl.config import validate_config
 from axisrl.domains import toolworld as tw
 from axisrl.domains.toolworld.render import CompactEpisode
@@ -182,3 +183,45 @@ def test_without_slot_embeddings_scores_do_not_depend_on_the_anonymisation(pool)
             [logits] = _logits(policy, [EpisodeFeatures(compact, False)])
             scores.append(torch.sort(logits).values)
         torch.testing.assert_close(scores[0], scores[1], rtol=1e-5, atol=1e-5)
+
+
+def test_forked_nodes_branch_like_fresh_episodes(pool):
+    """A node forked mid-episode and then stepped differently from its parent shows exactly the
+    view, features and scores of an episode that took the same actions on its own."""
+    torch.manual_seed(0)
+    policy = ToolPointer(16)
+    specs = Specs(pool.envs)
+    for task in [t for t in pool.tasks if t["n_steps"] >= 2][:4]:
+        spec = specs[task["env_id"]]
+        shared = Node.start(spec, task, 7, False)
+        shared.features.decision()
+        shared.act(0)
+        shared.features.decision()
+        branch = shared.fork()
+        n = len(shared.compact.candidates())
+        shared.act(n - 1)
+        branch.act(0)
+        for node, actions in ((shared, [0, n - 1]), (branch, [0, 0])):
+            alone = Node.start(spec, task, 7, False)
+            for k in actions:
+                alone.features.decision()
+                alone.act(k)
+            assert node.compact.view() == alone.compact.view()
+            assert (node.done, node.success, node.tool_calls) == (alone.done, alone.success, alone.tool_calls)
+            if not node.done:
+                got, expected = _logits(policy, [node.features, alone.features])
+                torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5)
+
+
+def test_a_group_shares_its_common_prefix(pool):
+    """Rollouts of one group start on one node: the first decision is scored once for all of them,
+    while env steps still count every rollout."""
+    torch.manual_seed(0)
+    policy = ToolPointer(16)
+    specs = Specs(pool.envs)
+    task = pool.tasks[0]
+    episodes = Episode.group(specs[task["env_id"]], task, 3, False, 8)
+    stats = rollout(policy, episodes, np.random.default_rng(0))
+    assert stats.env_steps == sum(len(e.actions) for e in episodes)
+    assert stats.scored_decisions < stats.decisions
+    assert len({id(e.decisions[0]) for e in episodes}) == 1

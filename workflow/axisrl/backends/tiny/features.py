@@ -16,6 +16,7 @@ scores every candidate of every decision.
 
 from __future__ import annotations
 
+import copy
 import itertools
 import re
 from collections.abc import Sequence
@@ -106,6 +107,10 @@ class Decision:
     """One decision point of one episode; token codes are structural ids or ``N_STRUCT + symbol``."""
 
     n_symbols: int
+    sym_kind: list[int]
+    sym_slot: list[int]
+    """The episode's symbol lists when this decision was taken (only ever appended to, so their
+    first ``n_symbols`` entries stay this decision's even as the episode goes on or forks)."""
     step: int
     occ_tok: list[int]
     occ_partner: list[int]
@@ -168,6 +173,16 @@ class EpisodeFeatures:
         self.val_tok: list[int] = []
         self.val_type: list[int] = []
         self.val_type_tok: list[int] = []
+
+    def fork(self, compact: CompactEpisode) -> EpisodeFeatures:
+        """A copy following ``compact`` (a fork of this one's episode); the goal and tool arrays,
+        fixed for the episode, are shared."""
+        other = copy.copy(self)
+        other.compact = compact
+        other.symbols, other.step_cache, other.blocks = dict(self.symbols), dict(self.step_cache), dict(self.blocks)
+        other.sym_kind, other.sym_slot, other.steps = list(self.sym_kind), list(self.sym_slot), list(self.steps)
+        other.val_tok, other.val_type, other.val_type_tok = list(self.val_tok), list(self.val_type), list(self.val_type_tok)
+        return other
 
     def code(self, token: str) -> int:
         """Structural id, or ``N_STRUCT +`` the episode-local number of a symbol (new ones appended)."""
@@ -259,7 +274,7 @@ class EpisodeFeatures:
             if cached is None or cached[0] is not rows:
                 cached = self.blocks[position] = (rows, self._block(position, rows))
             blocks.append(cached[1])
-        return Decision(len(self.sym_kind), len(compact.steps), occ_tok, occ_partner, occ_feature, occ_step,
+        return Decision(len(self.sym_kind), self.sym_kind, self.sym_slot, len(compact.steps), occ_tok, occ_partner, occ_feature, occ_step,
                         [step.tool for step in recent], list(ages), val_tok, val_type, val_type_tok, blocks)
 
 
@@ -386,11 +401,10 @@ def collate(episodes: EpisodeBatch, decisions: Sequence[Decision], rows: Sequenc
     Only values some candidate points at are kept (the others cannot change a logit)."""
     n = len(decisions)
     ep = np.asarray(rows, dtype=np.int64)
-    features = episodes.episodes
     n_sym = np.fromiter((d.n_symbols for d in decisions), dtype=np.int64, count=n)
     dsym_base = _offsets(n_sym)
-    sym_kind = _flat([features[r].sym_kind[:d.n_symbols] for r, d in zip(rows, decisions)])
-    sym_slot = _flat([features[r].sym_slot[:d.n_symbols] for r, d in zip(rows, decisions)])
+    sym_kind = _flat([d.sym_kind[:d.n_symbols] for d in decisions])
+    sym_slot = _flat([d.sym_slot[:d.n_symbols] for d in decisions])
     local = np.arange(len(sym_kind)) - np.repeat(dsym_base, n_sym)
     sym_static = np.where(local < np.repeat(episodes.n_static[ep], n_sym),  # or the row after the last
                           local + np.repeat(episodes.sym_base[ep], n_sym), len(episodes.sym_kind))

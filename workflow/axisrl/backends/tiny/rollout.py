@@ -1,8 +1,10 @@
 """Lockstep rollouts: every live episode takes its next step together, scored in one forward.
 
-Each episode keeps a toolworld environment, its incremental compact view and the integer
-features of that view; the policy sees all live decisions as one ``Batch`` and the chosen
-candidates' surface calls are executed in the environments.
+An episode sits on a ``Node``: a toolworld environment, its incremental compact view and the
+integer features of that view. The rollouts of one GRPO group start on one node (one task, one
+anonymisation) and share it for as long as they choose alike, forking where they part, so a
+shared prefix is executed, featurised and scored once. The policy sees the live nodes' decisions
+as one ``Batch``; each rollout samples its own action from its node's scores.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import contextlib
 import gc
 import json
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -54,17 +56,16 @@ class Specs:
 
 
 @dataclass
-class Episode:
-    """One rollout of one task, with what training needs from each of its decisions."""
+class Node:
+    """The environment side of an episode at one decision point: the toolworld environment, its
+    incremental compact view and that view's integer features. Rollouts that took the same actions
+    so far share one node, so a group's common prefix is stepped, featurised and scored once."""
 
-    task: Mapping[str, Any]
     env: ToolworldEnv
     compact: CompactEpisode
     features: EpisodeFeatures | None
-    decisions: list[Decision] = field(default_factory=list)
-    actions: list[int] = field(default_factory=list)
-    log_probs: list[float] = field(default_factory=list)
-    values: list[float] = field(default_factory=list)
+    row: int = -1
+    """The row of this episode's start in the rollout's ``EpisodeBatch`` (forks keep it)."""
     done: bool = False
     truncated: bool = False
     tool_calls: int = 0
@@ -75,16 +76,20 @@ class Episode:
 
     @classmethod
     def start(cls, spec: dict[str, Any], task: Mapping[str, Any], episode_seed: int,
-              leak_primitive_role: bool | None) -> Episode:
+              leak_primitive_role: bool | None) -> Node:
         """``leak_primitive_role=None``: no policy features (a baseline acts on the view alone)."""
         env = ToolworldEnv(spec, task)
         env.reset()
         compact = CompactEpisode(spec, task, episode_seed)
         features = None if leak_primitive_role is None else EpisodeFeatures(compact, leak_primitive_role)
-        return cls(task, env, compact, features)
+        return cls(env, compact, features)
+
+    def fork(self) -> Node:
+        compact = self.compact.fork()
+        features = None if self.features is None else self.features.fork(compact)
+        return replace(self, env=self.env.fork(), compact=compact, features=features)
 
     def act(self, k: int) -> None:
-        self.actions.append(k)
         call = self.compact.call(k)
         result = self.env.step(call)
         self.compact.push(call, result.observation)
@@ -100,10 +105,49 @@ class Episode:
         total = verdict.subgoals_total
         self.partial = verdict.subgoals_met / total if total else float(verdict.success)
 
+
+@dataclass
+class Episode:
+    """One rollout of one task: the node it has reached and what training needs from each of its
+    decisions (a decision reached by several rollouts of a group is one shared object)."""
+
+    task: Mapping[str, Any]
+    node: Node
+    decisions: list[Decision] = field(default_factory=list)
+    actions: list[int] = field(default_factory=list)
+    log_probs: list[float] = field(default_factory=list)
+    values: list[float] = field(default_factory=list)
+
+    @classmethod
+    def start(cls, spec: dict[str, Any], task: Mapping[str, Any], episode_seed: int,
+              leak_primitive_role: bool | None) -> Episode:
+        return cls(task, Node.start(spec, task, episode_seed, leak_primitive_role))
+
+    @classmethod
+    def group(cls, spec: dict[str, Any], task: Mapping[str, Any], episode_seed: int,
+              leak_primitive_role: bool, size: int) -> list[Episode]:
+        """``size`` rollouts of one task under one anonymisation, like the samples of one prompt."""
+        node = Node.start(spec, task, episode_seed, leak_primitive_role)
+        return [cls(task, node) for _ in range(size)]
+
+    features = property(lambda self: self.node.features)
+    compact = property(lambda self: self.node.compact)
+    done = property(lambda self: self.node.done)
+    truncated = property(lambda self: self.node.truncated)
+    success = property(lambda self: self.node.success)
+    reward = property(lambda self: self.node.reward)
+    partial = property(lambda self: self.node.partial)
+
+    def act(self, k: int) -> None:
+        """Take candidate ``k`` alone (a baseline's step; ``rollout`` steps shared nodes itself)."""
+        self.actions.append(k)
+        self.node.act(k)
+
     def record(self) -> dict[str, Any]:
+        node = self.node
         return {"task_id": self.task["task_id"], "env_id": self.task["env_id"], "tier": self.task.get("tier"),
-                "success": self.success, "reward": self.reward, "partial": self.partial,
-                "steps": len(self.actions), "tool_calls": self.tool_calls, "errors": self.errors}
+                "success": node.success, "reward": node.reward, "partial": node.partial,
+                "steps": len(self.actions), "tool_calls": node.tool_calls, "errors": node.errors}
 
 
 def choose(log_probs: np.ndarray, starts: np.ndarray, counts: np.ndarray, uniforms: np.ndarray | None) -> np.ndarray:
@@ -123,48 +167,94 @@ def choose(log_probs: np.ndarray, starts: np.ndarray, counts: np.ndarray, unifor
 @dataclass
 class RolloutStats:
     env_steps: int = 0
+    """One per rollout per step taken, shared or not: what the agents did."""
     decisions: int = 0
+    scored_decisions: int = 0
+    """Distinct decision points the policy scored (shared prefixes once): what was computed."""
     entropy_sum: float = 0.0
     flops: int = 0
+
+
+def distinct(items: Sequence[Any]) -> tuple[list[Any], np.ndarray]:
+    """The distinct objects of ``items`` in first-appearance order, and each item's index among them."""
+    index: dict[int, int] = {}
+    unique: list[Any] = []
+    positions = np.empty(len(items), dtype=np.int64)
+    for j, item in enumerate(items):
+        u = index.get(id(item))
+        if u is None:
+            u = index[id(item)] = len(unique)
+            unique.append(item)
+        positions[j] = u
+    return unique, positions
+
+
+def _step_nodes(nodes: Sequence[Node], node_of: np.ndarray, actions: np.ndarray) -> list[Node]:
+    """Take every rollout's action; rollouts at one node that choose differently get forks of it
+    (made before the node moves on), those that choose alike keep sharing. Returns each rollout's node."""
+    children: dict[tuple[int, int], Node] = {}
+    choices: dict[int, list[int]] = {}
+    for u, a in zip(node_of.tolist(), actions.tolist()):
+        if a not in choices.setdefault(u, []):
+            choices[u].append(a)
+    for u, distinct in choices.items():
+        node = nodes[u]
+        targets = [node.fork() for _ in distinct[1:]] + [node]
+        for a, target in zip(distinct, targets):
+            target.act(a)
+            children[(u, a)] = target
+    return [children[(u, a)] for u, a in zip(node_of.tolist(), actions.tolist())]
 
 
 def rollout(policy: ToolPointer, episodes: Sequence[Episode], rng: np.random.Generator | None,
             step_budget: int | None = None) -> RolloutStats:
     """Run ``episodes`` to the end in lockstep (sampling with ``rng``, greedy without). With a
-    ``step_budget``, stop at exactly that many env steps: episodes still running are truncated."""
+    ``step_budget``, stop at exactly that many env steps: episodes still running are truncated.
+    Episodes that share a node (``Episode.group``) are scored once per decision point they share."""
     stats = RolloutStats()
     start_flops = policy.flops
     with torch.no_grad():
-        batch_of_episodes = collate_episodes([e.features for e in episodes])
+        roots, _ = distinct([e.node for e in episodes])
+        for r, root in enumerate(roots):
+            root.row = r
+        batch_of_episodes = collate_episodes([root.features for root in roots])
         encoded = policy.encode_episodes(batch_of_episodes)
         live = [k for k, e in enumerate(episodes) if not e.done]
         while live:
             if step_budget is not None and stats.env_steps + len(live) > step_budget:
                 for k in live[step_budget - stats.env_steps:]:
-                    episodes[k].finish(truncated=True)
+                    episodes[k].node = episodes[k].node.fork()
+                    episodes[k].node.finish(truncated=True)
                 live = live[:step_budget - stats.env_steps]
                 if not live:
                     break
-            decisions = [episodes[k].features.decision() for k in live]
-            batch = collate(batch_of_episodes, decisions, live)
+            nodes, node_of = distinct([episodes[k].node for k in live])
+            decisions = [node.features.decision() for node in nodes]
+            batch = collate(batch_of_episodes, decisions, [node.row for node in nodes])
             logits, values = policy(batch, encoded)
             if not torch.isfinite(logits).all():
                 raise Diverged("non-finite candidate scores")
-            log_probs = segment_log_softmax(logits, batch.cand_decision, len(live))
-            stats.entropy_sum += float(segment_entropy(log_probs, batch.cand_decision, len(live)).sum())
+            log_probs = segment_log_softmax(logits, batch.cand_decision, len(nodes))
+            entropy = segment_entropy(log_probs, batch.cand_decision, len(nodes)).numpy()
+            stats.entropy_sum += float(entropy[node_of].sum())
             log_probs = log_probs.numpy().astype(np.float64)
-            actions = choose(log_probs, batch.cand_start, batch.cand_count,
-                             None if rng is None else rng.random(len(live)))
-            chosen = log_probs[batch.cand_start + actions]
-            for j, k in enumerate(live):
+            starts = batch.cand_start[node_of]
+            if rng is None:
+                actions = choose(log_probs, batch.cand_start, batch.cand_count, None)[node_of]
+            else:
+                actions = choose(log_probs, starts, batch.cand_count[node_of], rng.random(len(live)))
+            chosen = log_probs[starts + actions]
+            for j, (k, node) in enumerate(zip(live, _step_nodes(nodes, node_of, actions))):
                 episode = episodes[k]
-                episode.decisions.append(decisions[j])
+                episode.decisions.append(decisions[node_of[j]])
+                episode.actions.append(int(actions[j]))
                 episode.log_probs.append(float(chosen[j]))
                 if values is not None:
-                    episode.values.append(float(values[j]))
-                episode.act(int(actions[j]))
+                    episode.values.append(float(values[node_of[j]]))
+                episode.node = node
             stats.env_steps += len(live)
             stats.decisions += len(live)
+            stats.scored_decisions += len(nodes)
             live = [k for k in live if not episodes[k].done]
     stats.flops = policy.flops - start_flops
     return stats

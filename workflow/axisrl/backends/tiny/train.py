@@ -2,8 +2,8 @@
 
 One update samples ``episodes_per_update // group_size`` tasks (walking a seeded shuffle of the
 training tasks, reshuffled each pass, so every task is visited equally often), rolls out
-``group_size`` episodes of each, every episode with its own episode seed and so its own
-anonymisation, then takes one optimiser step (GRPO) or ``ppo_epochs`` x ``ppo_minibatches``
+``group_size`` episodes of each (one episode seed, so one anonymisation, per group: the
+samples of one prompt), then takes one optimiser step (GRPO) or ``ppo_epochs`` x ``ppo_minibatches``
 steps (PPO). A non-finite score, loss, gradient or parameter ends the run with status
 ``"failed"`` and the metrics so far.
 
@@ -36,7 +36,7 @@ from axisrl.backends.tiny.algos import (
 )
 from axisrl.backends.tiny.features import collate, collate_episodes
 from axisrl.backends.tiny.policy import ToolPointer, segment_entropy, segment_log_softmax
-from axisrl.backends.tiny.rollout import Diverged, Episode, Specs, no_cyclic_gc, rollout
+from axisrl.backends.tiny.rollout import Diverged, Episode, Specs, distinct, no_cyclic_gc, rollout
 
 __all__ = ["TrainResult", "TrainSettings", "make_policy", "param_hash", "train"]
 
@@ -112,8 +112,8 @@ class TrainResult:
     ``metrics``, one row per update: reward_mean (the trained reward, sparse or dense),
     success_mean, entropy (mean over rollout decisions), kl (GRPO: k3 KL to the reference when
     ``kl_coef > 0``, else 0; PPO: mean old - new log-prob of the last minibatch), loss, grad_norm
-    (before clipping), env_steps, episodes, rollout_flops, train_flops, zero_variance_groups and
-    groups. ``compute``: their totals plus updates, distinct_tasks_seen, distinct_envs_seen,
+    (before clipping), env_steps, scored_decisions (distinct decision points scored: a group's
+    shared prefix once), episodes, rollout_flops, train_flops, zero_variance_groups and groups. ``compute``: their totals plus updates, distinct_tasks_seen, distinct_envs_seen,
     failed_episodes (not verified) and truncated_episodes (stopped without ``finish``)."""
 
     status: str
@@ -174,15 +174,23 @@ def _padded(episodes: Sequence[Episode], horizon: int) -> tuple[torch.Tensor, to
 def _chosen_log_probs(policy: ToolPointer, episodes: Sequence[Episode], picks: Sequence[tuple[int, int]]
                       ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor]:
     """Log-prob of the taken action, value and entropy at each (episode, step) in ``picks``,
-    recomputed with gradients over only the episodes involved."""
+    recomputed with gradients over only the episodes involved; a decision point that several
+    picks share (a group's common prefix) is scored once and its gradient accumulates."""
     involved = sorted({b for b, _ in picks})
     row = {b: r for r, b in enumerate(involved)}
     batch_of_episodes = collate_episodes([episodes[b].features for b in involved])
-    batch = collate(batch_of_episodes, [episodes[b].decisions[t] for b, t in picks], [row[b] for b, _ in picks])
+    decisions, index = distinct([episodes[b].decisions[t] for b, t in picks])
+    first_row: dict[int, int] = {}
+    for (b, _), u in zip(picks, index.tolist()):
+        first_row.setdefault(u, row[b])
+    batch = collate(batch_of_episodes, decisions, [first_row[u] for u in range(len(decisions))])
     logits, values = policy(batch)
-    log_probs = segment_log_softmax(logits, batch.cand_decision, len(picks))
-    taken = torch.from_numpy(batch.cand_start + np.array([episodes[b].actions[t] for b, t in picks], dtype=np.int64))
-    return log_probs[taken], values, segment_entropy(log_probs, batch.cand_decision, len(picks))
+    log_probs = segment_log_softmax(logits, batch.cand_decision, len(decisions))
+    taken = torch.from_numpy(batch.cand_start[index] + np.array([episodes[b].actions[t] for b, t in picks],
+                                                                 dtype=np.int64))
+    at = torch.from_numpy(index)
+    entropy = segment_entropy(log_probs, batch.cand_decision, len(decisions))[at]
+    return log_probs[taken], None if values is None else values[at], entropy
 
 
 def _backward(loss: torch.Tensor) -> None:
@@ -326,7 +334,7 @@ def _train(envs: Sequence[Mapping[str, Any]], tasks: Sequence[Mapping[str, Any]]
     group_count = max(1, s.episodes_per_update // s.group_size)
 
     metrics: list[dict[str, Any]] = []
-    totals = {"rollout_flops": 0, "train_flops": 0, "env_steps": 0, "episodes": 0, "updates": 0,
+    totals = {"rollout_flops": 0, "train_flops": 0, "env_steps": 0, "scored_decisions": 0, "episodes": 0, "updates": 0,
               "zero_variance_groups": 0, "failed_episodes": 0, "truncated_episodes": 0}
     seen_tasks: set[str] = set()
     seen_envs: set[str] = set()
@@ -339,10 +347,10 @@ def _train(envs: Sequence[Mapping[str, Any]], tasks: Sequence[Mapping[str, Any]]
             break
         started = time.process_time()
         chosen = [tasks[k] for k in sampler.take(group_count)]
-        episode_seeds = seed_rng.integers(0, 2**62, size=group_count * s.group_size)
-        episodes = [Episode.start(specs[task["env_id"]], task, int(episode_seeds[g * s.group_size + i]),
-                                  s.leak_primitive_role)
-                    for g, task in enumerate(chosen) for i in range(s.group_size)]
+        episode_seeds = seed_rng.integers(0, 2**62, size=group_count)
+        episodes = [episode for g, task in enumerate(chosen)
+                    for episode in Episode.group(specs[task["env_id"]], task, int(episode_seeds[g]),
+                                                 s.leak_primitive_role, s.group_size)]
         group = torch.arange(group_count).repeat_interleave(s.group_size)
         budget = None if s.max_rollout_steps is None else s.max_rollout_steps - totals["env_steps"]
         try:
@@ -364,10 +372,11 @@ def _train(envs: Sequence[Mapping[str, Any]], tasks: Sequence[Mapping[str, Any]]
                "success_mean": float(np.mean([e.success for e in episodes])),
                "entropy": stats.entropy_sum / max(stats.decisions, 1), "kl": out["kl"], "loss": out["loss"],
                "grad_norm": out["grad_norm"], "env_steps": stats.env_steps, "episodes": len(episodes),
-               "rollout_flops": stats.flops, "train_flops": out["train_flops"],
+               "scored_decisions": stats.scored_decisions, "rollout_flops": stats.flops,
+               "train_flops": out["train_flops"],
                "zero_variance_groups": zero_variance, "groups": group_count}
         metrics.append(row)
-        for key in ("rollout_flops", "train_flops", "env_steps", "episodes", "zero_variance_groups"):
+        for key in ("rollout_flops", "train_flops", "env_steps", "scored_decisions", "episodes", "zero_variance_groups"):
             totals[key] += row[key]
         totals["updates"] += 1
         totals["failed_episodes"] += sum(not e.success for e in episodes)

@@ -7,6 +7,7 @@ exceptions), ``verify()`` scores the final state path-independently against the 
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -52,6 +53,14 @@ class ToolworldEnv:
         self.done = False
         self.answer = None
         return {"instruction": self.task["instruction"]}
+
+    def fork(self) -> ToolworldEnv:
+        """An independent copy of this episode so far (rows are replaced, never modified, so
+        copying the tables is enough)."""
+        other = copy.copy(self)
+        if self.state is not None:
+            other.state = copy_state(self.state)
+        return other
 
     def step(self, call: Mapping[str, Any]) -> StepResult:
         if self.state is None:

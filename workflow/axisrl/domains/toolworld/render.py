@@ -16,6 +16,7 @@ paired with the surface call that executes it.
 from __future__ import annotations
 
 import bisect
+import copy
 import itertools
 import json
 import random
@@ -288,6 +289,14 @@ class _View:
         self.observed: dict[tuple[str, str], dict[str, Any]] = {}
         """The latest row seen in the history per (table, natural key)."""
 
+    def fork(self) -> _View:
+        """An independent copy: its containers are copied, their entries (never modified) shared."""
+        other = copy.copy(self)
+        other.entities, other.strings, other.index = dict(self.entities), dict(self.strings), dict(self.index)
+        other.values, other.typed = list(self.values), list(self.typed)
+        other.writable, other.observed = set(self.writable), dict(self.observed)
+        return other
+
     # symbols ---------------------------------------------------------------------------------
 
     def e(self, table: str, ident: int) -> str:
@@ -504,6 +513,12 @@ class _Pointers:
         """Groups that gained entries since the caller last cleared this set."""
         self.filed = 0
 
+    def fork(self) -> _Pointers:
+        other = copy.copy(self)
+        other.groups = {group: list(members) for group, members in self.groups.items()}
+        other.answers, other.grown = list(self.answers), set(self.grown)
+        return other
+
     def file(self, typed: list[tuple[str, Any]], writable: set[int]) -> None:
         groups = self.groups
         for k in range(self.filed, len(typed)):
@@ -693,6 +708,14 @@ class CompactEpisode:
         self._answers: list[int] | None = None
         self._derived: tuple[int, ...] = ()
         self._current: tuple[list[list[str]], list[tuple[str, Any]], list[list[int]]] | None = None
+
+    def fork(self) -> CompactEpisode:
+        """An independent copy at this decision point: an episode branching into several
+        continuations (the rollouts of one GRPO group) pays for its shared prefix once."""
+        other = copy.copy(self)
+        other.state, other.pointers = self.state.fork(), self.pointers.fork()
+        other.steps, other.blocks = list(self.steps), list(self.blocks)
+        return other
 
     def push(self, call: Mapping[str, Any], observation: Mapping[str, Any]) -> None:
         """Add one executed step (the call as sent and the observation it returned)."""
