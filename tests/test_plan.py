@@ -22,13 +22,18 @@ def jobs(config, schema):
 def test_axis_sweeps_share_the_centre_and_the_plan_is_deterministic(config, schema):
     designs = plan_designs(config["study"])
     centre = config["study"]["centre"]
-    centres = [(d, fams) for d, fams in designs.values()
-               if all(getattr(d, axis) == centre[axis] for axis in AXES) and d.budget == "fixed_updates"
-               and d.width == config["study"]["width"] and d.algo == "grpo" and d.env_level == "s1"
-               and d.reward_density == "sparse" and d.worlds is None]
-    assert len(centres) == 1 and "axis_sweeps" in centres[0][1]
-    sweep = [d for d, fams in designs.values() if "axis_sweeps" in fams]
+    centres = [p for p in designs.values()
+               if all(getattr(p.design, axis) == centre[axis] for axis in AXES) and p.design.budget == "fixed_updates"
+               and p.design.width == config["study"]["width"] and p.design.algo == "grpo"
+               and p.design.env_level == "s1" and p.design.reward_density == "sparse" and p.design.worlds is None]
+    assert len(centres) == 1 and "axis_sweeps" in centres[0].families
+    assert {f"axis_sweeps:{axis}" for axis in AXES} <= set(centres[0].sweeps)
+    sweep = [p for p in designs.values() if "axis_sweeps" in p.families]
     assert len(sweep) == sum(len(config["study"]["grids"][a]) for a in AXES) - 2
+    for axis in AXES:  # each sweep lists its points: the grid of its axis, the others at the centre
+        on_sweep = [p.design for p in designs.values() if f"axis_sweeps:{axis}" in p.sweeps]
+        assert sorted(getattr(d, axis) for d in on_sweep) == sorted(config["study"]["grids"][axis])
+        assert all(getattr(d, other) == centre[other] for d in on_sweep for other in AXES if other != axis)
     assert jobs(config, schema)[1] == jobs(copy.deepcopy(config), schema)[1]
 
 

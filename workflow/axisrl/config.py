@@ -98,6 +98,12 @@ def _cross_checks(cfg: Mapping[str, Any]) -> list[str]:
             problems.append(f"synthesize.{name}: min {syn[name]['min']} exceeds max {syn[name]['max']}")
     if syn["heldout"]["seed"] == syn["seed"]:
         problems.append("synthesize.heldout.seed: must differ from synthesize.seed (the held-out pool needs its own seed stream)")
+    pool_construction = cfg["study"]["families"]["pool_construction"]
+    if pool_construction["enabled"] and "placebo" in pool_construction["levels"]:
+        largest = max(cfg["study"]["grids"]["d_env"])
+        if syn["placebo_contents"] < largest:
+            problems.append(f"synthesize.placebo_contents: {syn['placebo_contents']} is below the largest d_env "
+                            f"({largest}) of the placebo sweep (study.families.pool_construction.levels)")
     if dedup["theta"] not in dedup["thetas"]:
         problems.append(f"dedup.theta: {dedup['theta']} is not one of dedup.thetas {dedup['thetas']}")
     return problems

@@ -51,60 +51,72 @@ def _scaled(value: int, factor: float) -> int:
     return max(1, round(value * factor))
 
 
-def _sweeps(centre: Design, grids: Mapping[str, list[int]], axes: list[str]) -> Iterator[Design]:
-    """One-axis sweeps: each named axis over its grid, the other two held at the centre."""
+def _sweeps(centre: Design, grids: Mapping[str, list[int]], axes: list[str]) -> Iterator[tuple[str, Design]]:
+    """One-axis sweeps: (axis, design) for each named axis over its grid, the other two held at the centre."""
     for axis in axes:
         for value in grids[axis]:
-            yield replace(centre, **{axis: value})
+            yield axis, replace(centre, **{axis: value})
 
 
-def family_designs(study: Mapping[str, Any]) -> Iterator[tuple[str, Design]]:
-    """(family, design) pairs for every enabled family of the ``study`` config section."""
+def family_designs(study: Mapping[str, Any]) -> Iterator[tuple[str, str | None, Design]]:
+    """(family, swept axis or None, design) for every enabled family of the ``study`` config section."""
     families = study["families"]
     centre = Design(**study["centre"], width=study["width"], algo=study["algo"],
                     reward_density=study["reward_density"])
     grids = study["grids"]
 
     if families["axis_sweeps"]["enabled"]:
-        for design in _sweeps(centre, grids, list(AXES)):
-            yield "axis_sweeps", design
+        for axis, design in _sweeps(centre, grids, list(AXES)):
+            yield "axis_sweeps", axis, design
     if families["calibration"]["enabled"]:
-        for design in _sweeps(centre, families["calibration"]["grids"], list(AXES)):
-            yield "calibration", design
+        for axis, design in _sweeps(centre, families["calibration"]["grids"], list(AXES)):
+            yield "calibration", axis, design
     if families["held_axis"]["enabled"]:
         for name in families["held_axis"]["factors"]:
             factor = HELD_FACTORS[name]
             held = replace(centre, **{axis: _scaled(getattr(centre, axis), factor) for axis in AXES})
-            for design in _sweeps(held, grids, families["held_axis"]["axes"]):
-                yield f"held_axis_{name}", design
+            for axis, design in _sweeps(held, grids, families["held_axis"]["axes"]):
+                yield f"held_axis_{name}", axis, design
     if families["interaction"]["enabled"]:
         for d_env in families["interaction"]["d_env"]:
             for d_task in families["interaction"]["d_task"]:
-                yield "interaction", replace(centre, d_env=d_env, d_task=d_task)
+                yield "interaction", None, replace(centre, d_env=d_env, d_task=d_task)
     if families["worlds_variants"]["enabled"]:
         for d_env in families["worlds_variants"]["d_env"]:
             for worlds in families["worlds_variants"]["worlds"]:
                 if d_env % worlds == 0:
-                    yield "worlds_variants", replace(centre, d_env=d_env, worlds=worlds)
+                    yield "worlds_variants", None, replace(centre, d_env=d_env, worlds=worlds)
     if families["pool_construction"]["enabled"]:
         for level in families["pool_construction"]["levels"]:
-            for design in _sweeps(replace(centre, env_level=level), grids, ["d_env"]):
-                yield f"pool_{level}", design
+            for axis, design in _sweeps(replace(centre, env_level=level), grids, ["d_env"]):
+                yield f"pool_{level}", axis, design
     for family, field, values in VARIED_FIELD_FAMILIES:
         config = families[family]
         if config["enabled"]:
             for value in config[values]:
-                for design in _sweeps(replace(centre, **{field: value}), grids, config["axes"]):
-                    yield (f"budget_{value}" if family == "budget_conventions" else family), design
+                for axis, design in _sweeps(replace(centre, **{field: value}), grids, config["axes"]):
+                    yield (f"budget_{value}" if family == "budget_conventions" else family), axis, design
 
 
-def plan_designs(study: Mapping[str, Any]) -> dict[str, tuple[Design, list[str]]]:
-    """Distinct designs by point key, in first-seen order, each with the families that asked for it."""
-    merged: dict[str, tuple[Design, list[str]]] = {}
-    for family, design in family_designs(study):
-        _, families = merged.setdefault(design.point_key, (design, []))
-        if family not in families:
-            families.append(family)
+@dataclass
+class PlannedDesign:
+    """A distinct design with the families that asked for it and the sweeps it lies on, each
+    ``"<family>:<axis>"`` (the sweep centre lies on all three axis sweeps)."""
+
+    design: Design
+    families: list[str]
+    sweeps: list[str]
+
+
+def plan_designs(study: Mapping[str, Any]) -> dict[str, PlannedDesign]:
+    """Distinct designs by point key, in first-seen order."""
+    merged: dict[str, PlannedDesign] = {}
+    for family, axis, design in family_designs(study):
+        planned = merged.setdefault(design.point_key, PlannedDesign(design, [], []))
+        if family not in planned.families:
+            planned.families.append(family)
+        if axis is not None and f"{family}:{axis}" not in planned.sweeps:
+            planned.sweeps.append(f"{family}:{axis}")
     return merged
 
 
@@ -112,14 +124,13 @@ def run_key(point_key: str, seed: int) -> str:
     return hashlib.sha256(f"{point_key}:{seed}".encode()).hexdigest()[:12]
 
 
-def plan_rows(designs: Mapping[str, tuple[Design, list[str]]], seeds: Sequence[int],
-              domain: str) -> list[dict[str, Any]]:
+def plan_rows(designs: Mapping[str, PlannedDesign], seeds: Sequence[int], domain: str) -> list[dict[str, Any]]:
     """One row per run (design x seed): the ``runs.parquet`` of the plan stage."""
     rows = []
-    for point_key, (design, families) in designs.items():
+    for point_key, planned in designs.items():
         for seed in seeds:
-            rows.append({"run_key": run_key(point_key, seed), "point_key": point_key, "families": families,
-                         "domain": domain, **asdict(design), "seed": seed})
+            rows.append({"run_key": run_key(point_key, seed), "point_key": point_key, "families": planned.families,
+                         "sweeps": planned.sweeps, "domain": domain, **asdict(planned.design), "seed": seed})
     return rows
 
 
@@ -134,12 +145,12 @@ class PointJobs:
     evaluate: StageSpec
 
 
-def check_designs(designs: Mapping[str, tuple[Design, list[str]]]) -> None:
+def check_designs(designs: Mapping[str, PlannedDesign]) -> None:
     """Designs the data cannot honour: fewer tasks than environments leaves environments unused."""
-    problems = [f"d_env={d.d_env} d_task={d.d_task} ({', '.join(families)})"
-                for d, families in designs.values() if d.d_task < d.d_env]
-    problems += [f"d_env={d.d_env} is not a multiple of worlds={d.worlds} ({', '.join(families)})"
-                 for d, families in designs.values() if d.worlds and d.d_env % d.worlds]
+    problems = [f"d_env={p.design.d_env} d_task={p.design.d_task} ({', '.join(p.families)})"
+                for p in designs.values() if p.design.d_task < p.design.d_env]
+    problems += [f"d_env={p.design.d_env} is not a multiple of worlds={p.design.worlds} ({', '.join(p.families)})"
+                 for p in designs.values() if p.design.worlds and p.design.d_env % p.design.worlds]
     if problems:
         raise ConfigError("study: designs with fewer tasks than environments or uneven worlds:\n  "
                           + "\n  ".join(problems))
@@ -156,7 +167,8 @@ def study_jobs(cfg: Mapping[str, Any], hashed: Mapping[str, Any], dedup_key: str
     plan_spec = StageSpec("plan", {"domain": hashed["domain"], "study": hashed["study"]})
     seeds = tuple(cfg["study"]["seeds"])
     points = {}
-    for point_key, (design, _) in designs.items():
+    for point_key, planned in designs.items():
+        design = planned.design
         train = StageSpec("train", {"train": hashed["train"], "design": asdict(design), "seeds": list(seeds)},
                           {"dedup": dedup_key})
         evaluate = StageSpec("evaluate", {"evaluate": hashed["evaluate"]}, {"train": train.key})

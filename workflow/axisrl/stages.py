@@ -24,7 +24,10 @@ from axisrl.domains import toolworld
 
 log = logging.getLogger("axisrl")
 
-SPLIT_FILES = {"train": ("envs", "tasks"), "heldout": ("heldout_envs", "heldout_tasks")}
+SPLIT_FILES = {"train": ("envs", "tasks"), "heldout": ("heldout_envs", "heldout_tasks"),
+               "placebo": ("placebo_envs", "placebo_tasks")}
+"""Each pool's env and task files; dedup treats every pool on its own (no task is dropped as a
+near-duplicate of another pool's)."""
 ENV_COLUMNS = {
     "env_id": pl.String, "world_id": pl.String, "world_seed": pl.Int64, "variant_index": pl.Int64,
     "variant_seed": pl.Int64, "content_seed": pl.Int64, "skin_index": pl.Int64, "split": pl.String,
@@ -46,12 +49,11 @@ def synthesize(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str
     """Generate the training and held-out pools of the configured domain."""
     log.info("synthesizing %s pool", settings["domain"])
     pool = toolworld.generate_pool(settings["synthesize"])
-    for name, rows, columns in (("envs", pool.envs, ENV_COLUMNS), ("tasks", pool.tasks, TASK_COLUMNS),
-                                ("heldout_envs", pool.heldout_envs, ENV_COLUMNS),
-                                ("heldout_tasks", pool.heldout_tasks, TASK_COLUMNS)):
-        frame = pl.DataFrame(rows, schema=columns)
-        write_artifact(frame, outputs[name], spec)
-        log.info("wrote %s: %d rows", outputs[name], frame.height)
+    for env_file, task_file in SPLIT_FILES.values():
+        for name, columns in ((env_file, ENV_COLUMNS), (task_file, TASK_COLUMNS)):
+            frame = pl.DataFrame(getattr(pool, name), schema=columns)
+            write_artifact(frame, outputs[name], spec)
+            log.info("wrote %s: %d rows", outputs[name], frame.height)
 
 
 def embed(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, str], outputs: Mapping[str, str]) -> None:
@@ -59,7 +61,7 @@ def embed(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, str
     from axisrl.embedding import embed_texts
 
     tasks = pl.concat([read_artifact(inputs[name], "synthesize").select("task_id", "split", "instruction")
-                       for name in ("tasks", "heldout_tasks")])
+                       for _, name in SPLIT_FILES.values()])
     log.info("embedding %d instructions with %s", tasks.height, settings["model"])
     vectors = embed_texts(tasks["instruction"].to_list(), settings["model"], settings["batch_size"])
     frame = tasks.select("task_id", "split").with_columns(
@@ -194,7 +196,8 @@ def build_catalog(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[
 
 def plan(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, str], outputs: Mapping[str, str]) -> None:
     """Write the plan computed at parse time: one row per run."""
-    frame = pl.DataFrame(settings["runs"], schema_overrides={"worlds": pl.Int64})
+    frame = pl.DataFrame(settings["runs"], schema_overrides={"worlds": pl.Int64, "families": pl.List(pl.String),
+                                                             "sweeps": pl.List(pl.String)})
     write_artifact(frame, outputs["runs"], spec)
     log.info("plan: %d runs over %d grid points", frame.height, frame["point_key"].n_unique())
 
@@ -229,6 +232,7 @@ def train(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, str
     envs, tasks = select_training_data(read_artifact(inputs["envs"], "dedup"), read_artifact(inputs["tasks"], "dedup"),
                                        design)
     backend = TrainSettings.from_dict(backend_settings(settings["train"], design))
+    horizon = float(np.mean([json.loads(spec)["max_steps"] for spec in envs["spec"]]))
     metrics, runs = [], []
     for seed, run, checkpoint in zip(settings["seeds"], settings["run_keys"], outputs["checkpoints"]):
         log.info("train %s seed %d: %d envs, %d tasks", run, seed, envs.height, tasks.height)
@@ -238,10 +242,27 @@ def train(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, str
         metrics += [{"run_key": run, "seed": seed, **row} for row in result.metrics]
         runs.append({"run_key": run, "seed": seed, "status": result.status, "param_hash": result.param_hash,
                      "train_success": float(np.mean([row["success_mean"] for row in tail])) if tail else None,
-                     **result.compute})
+                     **result.compute, **cost_drivers(result.compute, result.timings, horizon)})
         save_checkpoint(result, checkpoint)
     write_artifact(pl.DataFrame(metrics, infer_schema_length=None), outputs["metrics"], spec)
     write_artifact(pl.DataFrame(runs, infer_schema_length=None), outputs["runs"], spec)
+
+
+def cost_drivers(compute: Mapping[str, float], timings: Mapping[str, float], horizon: float
+                 ) -> dict[str, float | None]:
+    """The measured cost drivers of Table 18 for one training run: step limit (``horizon``), env
+    steps per trajectory, wall seconds per env call and per verification, the failed-rollout
+    fraction (rollouts stopped by the step limit or cap without finishing: toolworld's timeouts)
+    and utilisation (the share of rollout wall time spent in the policy's forward passes)."""
+    def ratio(num: float, den: float) -> float | None:
+        return num / den if den else None
+
+    return {"horizon": horizon,
+            "rollout_steps_per_trajectory": ratio(compute["env_steps"], compute["episodes"]),
+            "env_seconds_per_call": ratio(timings["env_seconds"], timings["env_calls"]),
+            "verifier_seconds_per_trajectory": ratio(timings["verifier_seconds"], timings["verifier_calls"]),
+            "failed_rollout_fraction": ratio(compute["truncated_episodes"], compute["episodes"]),
+            "utilization": ratio(timings["policy_seconds"], timings["rollout_wall_seconds"])}
 
 
 def evaluate(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, str],

@@ -2,6 +2,7 @@ rule embed:
     input:
         tasks=rules.synthesize.output.tasks,
         heldout_tasks=rules.synthesize.output.heldout_tasks,
+        placebo_tasks=rules.synthesize.output.placebo_tasks,
     output:
         embeddings=f"{stage_dir('embed')}/task_embeddings.parquet",
     log:
@@ -25,12 +26,16 @@ rule dedup:
         tasks=rules.synthesize.output.tasks,
         heldout_envs=rules.synthesize.output.heldout_envs,
         heldout_tasks=rules.synthesize.output.heldout_tasks,
+        placebo_envs=rules.synthesize.output.placebo_envs,
+        placebo_tasks=rules.synthesize.output.placebo_tasks,
         embeddings=rules.embed.output.embeddings,
     output:
         envs=f"{stage_dir('dedup')}/envs.parquet",
         tasks=f"{stage_dir('dedup')}/tasks.parquet",
         heldout_envs=f"{stage_dir('dedup')}/heldout_envs.parquet",
         heldout_tasks=f"{stage_dir('dedup')}/heldout_tasks.parquet",
+        placebo_envs=f"{stage_dir('dedup')}/placebo_envs.parquet",
+        placebo_tasks=f"{stage_dir('dedup')}/placebo_tasks.parquet",
         pool_stats=f"{stage_dir('dedup')}/pool_stats.parquet",
         task_dedup=f"{stage_dir('dedup')}/task_dedup.parquet",
     log:

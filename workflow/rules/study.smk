@@ -15,8 +15,7 @@ rule plan:
 
 rule train:
     input:
-        envs=rules.dedup.output.envs,
-        tasks=rules.dedup.output.tasks,
+        unpack(training_pool),
     output:
         metrics=f"{RESULTS}/train/{{train_key}}/metrics.parquet",
         runs=f"{RESULTS}/train/{{train_key}}/runs.parquet",

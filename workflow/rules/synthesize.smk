@@ -4,6 +4,8 @@ rule synthesize:
         tasks=f"{stage_dir('synthesize')}/tasks.parquet",
         heldout_envs=f"{stage_dir('synthesize')}/heldout_envs.parquet",
         heldout_tasks=f"{stage_dir('synthesize')}/heldout_tasks.parquet",
+        placebo_envs=f"{stage_dir('synthesize')}/placebo_envs.parquet",
+        placebo_tasks=f"{stage_dir('synthesize')}/placebo_tasks.parquet",
     log:
         stage_log("synthesize"),
     conda:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import json
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -89,17 +90,26 @@ class Node:
         features = None if self.features is None else self.features.fork(compact)
         return replace(self, env=self.env.fork(), compact=compact, features=features)
 
-    def act(self, k: int) -> None:
+    def act(self, k: int, costs: RolloutStats | None = None) -> None:
+        """Execute candidate ``k``; with ``costs``, the env call and any verification are timed there."""
         call = self.compact.call(k)
+        started = time.perf_counter()
         result = self.env.step(call)
+        if costs is not None:
+            costs.env_seconds += time.perf_counter() - started
+            costs.env_calls += 1
         self.compact.push(call, result.observation)
         self.tool_calls += call["name"] != FINISH
         self.errors += "error" in result.observation
         if result.done:
-            self.finish(truncated=call["name"] != FINISH)
+            self.finish(truncated=call["name"] != FINISH, costs=costs)
 
-    def finish(self, truncated: bool) -> None:
+    def finish(self, truncated: bool, costs: RolloutStats | None = None) -> None:
+        started = time.perf_counter()
         verdict = self.env.verify()
+        if costs is not None:
+            costs.verifier_seconds += time.perf_counter() - started
+            costs.verifier_calls += 1
         self.done, self.truncated = True, truncated
         self.success, self.reward = verdict.success, verdict.reward
         total = verdict.subgoals_total
@@ -173,6 +183,14 @@ class RolloutStats:
     """Distinct decision points the policy scored (shared prefixes once): what was computed."""
     entropy_sum: float = 0.0
     flops: int = 0
+    env_seconds: float = 0.0
+    env_calls: int = 0
+    verifier_seconds: float = 0.0
+    verifier_calls: int = 0
+    policy_seconds: float = 0.0
+    """Wall time in the policy's forward passes: the share of a rollout the model is busy."""
+    seconds: float = 0.0
+    """Wall time of the whole rollout. The ``*_seconds`` are measured cost drivers, never compute."""
 
 
 def distinct(items: Sequence[Any]) -> tuple[list[Any], np.ndarray]:
@@ -189,7 +207,7 @@ def distinct(items: Sequence[Any]) -> tuple[list[Any], np.ndarray]:
     return unique, positions
 
 
-def _step_nodes(nodes: Sequence[Node], node_of: np.ndarray, actions: np.ndarray) -> list[Node]:
+def _step_nodes(nodes: Sequence[Node], node_of: np.ndarray, actions: np.ndarray, costs: RolloutStats) -> list[Node]:
     """Take every rollout's action; rollouts at one node that choose differently get forks of it
     (made before the node moves on), those that choose alike keep sharing. Returns each rollout's node."""
     children: dict[tuple[int, int], Node] = {}
@@ -201,7 +219,7 @@ def _step_nodes(nodes: Sequence[Node], node_of: np.ndarray, actions: np.ndarray)
         node = nodes[u]
         targets = [node.fork() for _ in distinct[1:]] + [node]
         for a, target in zip(distinct, targets):
-            target.act(a)
+            target.act(a, costs)
             children[(u, a)] = target
     return [children[(u, a)] for u, a in zip(node_of.tolist(), actions.tolist())]
 
@@ -213,6 +231,7 @@ def rollout(policy: ToolPointer, episodes: Sequence[Episode], rng: np.random.Gen
     Episodes that share a node (``Episode.group``) are scored once per decision point they share."""
     stats = RolloutStats()
     start_flops = policy.flops
+    started = time.perf_counter()
     with torch.no_grad():
         roots, _ = distinct([e.node for e in episodes])
         for r, root in enumerate(roots):
@@ -224,14 +243,16 @@ def rollout(policy: ToolPointer, episodes: Sequence[Episode], rng: np.random.Gen
             if step_budget is not None and stats.env_steps + len(live) > step_budget:
                 for k in live[step_budget - stats.env_steps:]:
                     episodes[k].node = episodes[k].node.fork()
-                    episodes[k].node.finish(truncated=True)
+                    episodes[k].node.finish(truncated=True, costs=stats)
                 live = live[:step_budget - stats.env_steps]
                 if not live:
                     break
             nodes, node_of = distinct([episodes[k].node for k in live])
             decisions = [node.features.decision() for node in nodes]
             batch = collate(batch_of_episodes, decisions, [node.row for node in nodes])
+            forward_started = time.perf_counter()
             logits, values = policy(batch, encoded)
+            stats.policy_seconds += time.perf_counter() - forward_started
             if not torch.isfinite(logits).all():
                 raise Diverged("non-finite candidate scores")
             log_probs = segment_log_softmax(logits, batch.cand_decision, len(nodes))
@@ -244,7 +265,7 @@ def rollout(policy: ToolPointer, episodes: Sequence[Episode], rng: np.random.Gen
             else:
                 actions = choose(log_probs, starts, batch.cand_count[node_of], rng.random(len(live)))
             chosen = log_probs[starts + actions]
-            for j, (k, node) in enumerate(zip(live, _step_nodes(nodes, node_of, actions))):
+            for j, (k, node) in enumerate(zip(live, _step_nodes(nodes, node_of, actions, stats))):
                 episode = episodes[k]
                 episode.decisions.append(decisions[node_of[j]])
                 episode.actions.append(int(actions[j]))
@@ -257,4 +278,5 @@ def rollout(policy: ToolPointer, episodes: Sequence[Episode], rng: np.random.Gen
             stats.scored_decisions += len(nodes)
             live = [k for k in live if not episodes[k].done]
     stats.flops = policy.flops - start_flops
+    stats.seconds = time.perf_counter() - started
     return stats

@@ -123,7 +123,12 @@ class TrainResult:
     param_hash: str
     settings: TrainSettings
     timings: dict[str, float] = field(default_factory=dict)
-    """CPU seconds of rollouts and of optimisation, for benchmarks only: never compute."""
+    """Measured, machine-dependent, never compute: CPU seconds of rollouts and of optimisation
+    (benchmarks), and the rollouts' cost drivers (wall seconds and counts of env calls,
+    verifications and policy forwards; see ``RolloutStats``)."""
+
+
+COST_DRIVERS = ("env_seconds", "env_calls", "verifier_seconds", "verifier_calls", "policy_seconds")
 
 
 def param_hash(policy: torch.nn.Module) -> str:
@@ -338,7 +343,7 @@ def _train(envs: Sequence[Mapping[str, Any]], tasks: Sequence[Mapping[str, Any]]
               "zero_variance_groups": 0, "failed_episodes": 0, "truncated_episodes": 0}
     seen_tasks: set[str] = set()
     seen_envs: set[str] = set()
-    timings = {"rollout_seconds": 0.0, "train_seconds": 0.0}
+    timings = dict.fromkeys(("rollout_seconds", "train_seconds", "rollout_wall_seconds", *COST_DRIVERS), 0.0)
     status = "ok"
     for update in range(s.updates):
         if s.max_rollout_steps is not None and totals["env_steps"] >= s.max_rollout_steps:
@@ -365,6 +370,9 @@ def _train(envs: Sequence[Mapping[str, Any]], tasks: Sequence[Mapping[str, Any]]
             break
         timings["rollout_seconds"] += rolled - started
         timings["train_seconds"] += time.process_time() - rolled
+        for key in COST_DRIVERS:
+            timings[key] += getattr(stats, key)
+        timings["rollout_wall_seconds"] += stats.seconds
 
         rewards = _scores(episodes, s.reward_density).view(group_count, s.group_size)
         zero_variance = int((rewards.max(1).values == rewards.min(1).values).sum()) if s.group_size > 1 else 0

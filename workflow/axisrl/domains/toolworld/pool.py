@@ -4,6 +4,10 @@ Training: ``n_worlds`` worlds x ``variants_per_world`` variants (variant 0 unedi
 ``contents_per_variant`` contents, plus ``reskins_per_world`` re-skinned copies of each world's
 first environment (raw duplicates that signature dedup must collapse).
 
+Placebo: ``placebo_contents`` fresh contents (``placebo_tasks_per_env`` tasks each) of the first training world's unedited variant,
+so many environments (distinct ``env_id``) under one signature: scaling them scales procedural
+seeds, not environments (the placebo row of Table 7).
+
 Held-out, all from the ``heldout.seed`` stream: T0 = a training (world, variant) with new
 content; T1 = a training world with a new variant whose (sig_api, sig_schema, sig_sem) identity no
 training env has (a verifier-only change does not count as unseen);
@@ -33,12 +37,15 @@ SIGNATURE_AXES = ("sig_api", "sig_schema", "sig_sem")
 
 @dataclass
 class Pool:
-    """Four lists of flat dicts: one row per environment or task."""
+    """Lists of flat dicts, one row per environment or task: the training pool, the held-out pool
+    and the placebo pool (one training environment's structure under many procedural contents)."""
 
     envs: list[dict[str, Any]] = field(default_factory=list)
     tasks: list[dict[str, Any]] = field(default_factory=list)
     heldout_envs: list[dict[str, Any]] = field(default_factory=list)
     heldout_tasks: list[dict[str, Any]] = field(default_factory=list)
+    placebo_envs: list[dict[str, Any]] = field(default_factory=list)
+    placebo_tasks: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -133,6 +140,13 @@ def generate_pool(cfg: Mapping[str, Any]) -> Pool:
             copy = _Origin(world_seed, 0, None, first_origin.content_seed, skin_index=r + 1)
             train_sigs.append(signatures(skinned))
             synth.emit(skinned, copy, [], n_tasks, _task_seed(root, first_origin), pool.envs, pool.tasks)
+
+    structure, _, _ = variants[(0, 0)]
+    for c in range(cfg["placebo_contents"]):
+        origin = _Origin(derive_seed(root, "world", 0), 0, None, derive_seed(root, "placebo-content", c),
+                         split="placebo")
+        synth.emit(synth.spec(structure, origin, "train"), origin, [], cfg["placebo_tasks_per_env"],
+                   _task_seed(root, origin), pool.placebo_envs, pool.placebo_tasks)
 
     _heldout(cfg, synth, variants, train_sigs, pool)
     return pool
