@@ -12,10 +12,12 @@ include: "workflow/rules/synthesize.smk"
 include: "workflow/rules/dedup.smk"
 include: "workflow/rules/study.smk"
 include: "workflow/rules/catalog.smk"
+include: "workflow/rules/report.smk"
 
 
 rule all:
     default_target: True
     input:
         rules.collect.output,
+        rules.table9.output,
         rules.catalog.output,

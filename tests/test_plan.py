@@ -63,6 +63,12 @@ def test_designs_with_fewer_tasks_than_environments_are_refused(config, schema):
         jobs(config, schema)
 
 
+def test_groups_larger_than_an_update_are_refused(config, schema):
+    config["train"]["episodes_per_update"] = 16
+    with pytest.raises(ConfigError, match="d_traj=32 exceeds train.episodes_per_update=16"):
+        jobs(config, schema)
+
+
 ENVS = pl.DataFrame({
     "env_id": [f"e{i}" for i in range(6)],
     "world_id": ["w0", "w0", "w0", "w1", "w1", "w2"],

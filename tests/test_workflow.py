@@ -19,10 +19,11 @@ from axisrl.config import StageSpec
 from conftest import copy_workflow, snakemake
 
 SMOKE = ("--configfile", "config/studies/smoke.yaml")
+POOLS = ("envs", "tasks", "heldout_envs", "heldout_tasks", "placebo_envs", "placebo_tasks")
 STAGE_FILES = {
-    "synthesize": ("envs", "tasks", "heldout_envs", "heldout_tasks"),
+    "synthesize": POOLS,
     "embed": ("task_embeddings",),
-    "dedup": ("envs", "tasks", "heldout_envs", "heldout_tasks", "pool_stats", "task_dedup"),
+    "dedup": (*POOLS, "pool_stats", "task_dedup"),
 }
 """Single-key stages; train and evaluate have one key per grid point."""
 
@@ -117,6 +118,29 @@ def test_same_config_twice_gives_identical_artifact_contents(smoke_run, tmp_path
 
 
 @pytest.mark.slow
+def test_same_run_key_twice_gives_identical_metrics_and_parameters(smoke_run, tmp_path):
+    """Training is deterministic per run key: a GRPO and a PPO grid point trained again from scratch
+    in another folder give bit-identical metrics and parameter hashes."""
+    (collect_dir,) = (smoke_run / "results" / "collect").iterdir()
+    runs = pl.read_parquet(collect_dir / "runs.parquet")
+    again = copy_workflow(tmp_path)
+    for algo in ("grpo", "ppo"):
+        point = runs.filter(pl.col("algo") == algo)["point_key"][0]
+        (train_dir,) = [d for d in (smoke_run / "results" / "train").iterdir()
+                        if pl.read_parquet(d / "runs.parquet")["run_key"].is_in(
+                            runs.filter(pl.col("point_key") == point)["run_key"].implode()).all()]
+        target = f"results/train/{train_dir.name}/runs.parquet"
+        snakemake(again, target, "--cores", "2", *SMOKE)
+        first, second = (pl.read_parquet(root / target) for root in (smoke_run, again))
+        assert first["param_hash"].to_list() == second["param_hash"].to_list(), algo
+        deterministic = [c for c in first.columns if not c.endswith(("_seconds_per_call", "_per_trajectory"))
+                         and c != "utilization"]
+        assert first.select(deterministic).equals(second.select(deterministic)), algo
+        metrics = target.replace("runs.parquet", "metrics.parquet")
+        assert pl.read_parquet(smoke_run / metrics).equals(pl.read_parquet(again / metrics)), algo
+
+
+@pytest.mark.slow
 def test_corrupt_upstream_gives_one_error_line_and_no_partial_output(smoke_run, tmp_path):
     workdir = copy_workflow(tmp_path)
     snakemake(workdir, "dedup", "--cores", "2", *SMOKE)
@@ -144,6 +168,21 @@ def test_smoke_study_collects_one_row_per_planned_run(smoke_run):
     assert (runs["env_steps"] > 0).all() and (runs["rollout_flops"] > 0).all()
     trained = list((smoke_run / "results" / "train").iterdir())
     assert len(trained) == planned["point_key"].n_unique()
+    drivers = ("horizon", "rollout_steps_per_trajectory", "env_seconds_per_call", "verifier_seconds_per_trajectory",
+               "failed_rollout_fraction", "utilization")
+    assert runs.select(drivers).null_count().sum_horizontal().item() == 0
+    assert runs["utilization"].is_between(0, 1).all() and runs["failed_rollout_fraction"].is_between(0, 1).all()
+    placebo = runs.filter(pl.col("env_level") == "placebo")
+    assert placebo.height > 0 and (placebo["distinct_envs_seen"] <= placebo["d_env"]).all()
+
+
+@pytest.mark.slow
+def test_table9_reads_the_d_env_sweep(smoke_run):
+    table = pl.read_csv(smoke_run / "results" / "tables" / "table9.csv")
+    smoke = yaml.safe_load((smoke_run / "config" / "studies" / "smoke.yaml").read_text())
+    assert table["d_env"].to_list() == smoke["study"]["grids"]["d_env"]
+    assert (table["trajectories"] > 0).all() and abs(table["flops_normalized"].mean() - 1) < 1e-9
+    assert (smoke_run / "results" / "tables" / "table9.md").read_text().startswith("# Table 9")
 
 
 @pytest.mark.slow

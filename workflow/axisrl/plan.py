@@ -145,14 +145,17 @@ class PointJobs:
     evaluate: StageSpec
 
 
-def check_designs(designs: Mapping[str, PlannedDesign]) -> None:
-    """Designs the data cannot honour: fewer tasks than environments leaves environments unused."""
+def check_designs(designs: Mapping[str, PlannedDesign], episodes_per_update: int) -> None:
+    """Designs the data or the budget cannot honour: fewer tasks than environments leaves
+    environments unused; a group larger than an update's episodes cannot be sampled."""
     problems = [f"d_env={p.design.d_env} d_task={p.design.d_task} ({', '.join(p.families)})"
                 for p in designs.values() if p.design.d_task < p.design.d_env]
+    problems += [f"d_traj={p.design.d_traj} exceeds train.episodes_per_update={episodes_per_update} "
+                 f"({', '.join(p.families)})" for p in designs.values() if p.design.d_traj > episodes_per_update]
     problems += [f"d_env={p.design.d_env} is not a multiple of worlds={p.design.worlds} ({', '.join(p.families)})"
                  for p in designs.values() if p.design.worlds and p.design.d_env % p.design.worlds]
     if problems:
-        raise ConfigError("study: designs with fewer tasks than environments or uneven worlds:\n  "
+        raise ConfigError("study: designs the pool or the budget cannot honour:\n  "
                           + "\n  ".join(problems))
 
 
@@ -163,7 +166,7 @@ def study_jobs(cfg: Mapping[str, Any], hashed: Mapping[str, Any], dedup_key: str
     ``hashed`` is the config with speed-only options removed (what keys cover).
     """
     designs = plan_designs(cfg["study"])
-    check_designs(designs)
+    check_designs(designs, cfg["train"]["episodes_per_update"])
     plan_spec = StageSpec("plan", {"domain": hashed["domain"], "study": hashed["study"]})
     seeds = tuple(cfg["study"]["seeds"])
     points = {}

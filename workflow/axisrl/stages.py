@@ -312,3 +312,13 @@ def collect(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, s
              .join(steps, on="run_key", how="left"))
     write_artifact(frame, outputs["runs"], spec)
     log.info("collect: %d runs, %d failed", frame.height, int((frame["status"] != "ok").sum()))
+
+
+def table(spec: StageSpec | None, settings: Mapping[str, Any], inputs: Mapping[str, str],
+          outputs: Mapping[str, str]) -> None:
+    """One named table of the paper from the collected runs, as Markdown and CSV."""
+    from axisrl.report.tables import TABLES, write_table
+
+    frame = TABLES[settings["table"]](read_artifact(inputs["runs"], "collect"))
+    write_table(frame, outputs["markdown"], outputs["csv"], settings["title"])
+    log.info("%s: %d rows", settings["table"], frame.height)

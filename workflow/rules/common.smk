@@ -55,7 +55,9 @@ def evaluate_spec(wildcards):
 def training_pool(wildcards):
     """The dedup-stage env and task files a grid point draws from: the placebo pool for the
     placebo level of Table 7, the training pool otherwise."""
-    prefix = "placebo_" if TRAIN[wildcards.train_key].design.env_level == "placebo" else ""
+    prefix = (
+        "placebo_" if TRAIN[wildcards.train_key].design.env_level == "placebo" else ""
+    )
     return {
         "envs": f"{stage_dir('dedup')}/{prefix}envs.parquet",
         "tasks": f"{stage_dir('dedup')}/{prefix}tasks.parquet",

@@ -113,7 +113,8 @@ class TrainResult:
     success_mean, entropy (mean over rollout decisions), kl (GRPO: k3 KL to the reference when
     ``kl_coef > 0``, else 0; PPO: mean old - new log-prob of the last minibatch), loss, grad_norm
     (before clipping), env_steps, scored_decisions (distinct decision points scored: a group's
-    shared prefix once), episodes, rollout_flops, train_flops, zero_variance_groups and groups. ``compute``: their totals plus updates, distinct_tasks_seen, distinct_envs_seen,
+    shared prefix once), gradient_steps (decisions in the loss with a non-zero weight: GRPO skips
+    zero-advantage episodes; PPO trains every decision), episodes, rollout_flops, train_flops, zero_variance_groups and groups. ``compute``: their totals plus updates, distinct_tasks_seen, distinct_envs_seen,
     failed_episodes (not verified) and truncated_episodes (stopped without ``finish``)."""
 
     status: str
@@ -242,8 +243,9 @@ def grpo_update(policy: ToolPointer, reference: ToolPointer | None, optimizer: t
     mask, old, _ = _padded(episodes, horizon)
     advantages = compute_grpo_outcome_advantage(_scores(episodes, s.reward_density), group, mask,
                                                 s.norm_adv_by_std_in_grpo)
-    out = {"loss": 0.0, "grad_norm": 0.0, "kl": 0.0, "train_flops": 0}
+    out = {"loss": 0.0, "grad_norm": 0.0, "kl": 0.0, "train_flops": 0, "gradient_steps": 0}
     needed = [b for b in range(len(episodes)) if s.kl_coef > 0 or bool(advantages[b].any())]
+    out["gradient_steps"] = sum(len(episodes[b].actions) for b in needed)
     if not needed:
         return out
     for chunk in _chunks(episodes, needed, GRPO_CHUNK_STEPS):
@@ -289,7 +291,7 @@ def ppo_update(policy: ToolPointer, optimizer: torch.optim.Optimizer, episodes: 
     at = torch.from_numpy(positions)
     flat_adv, flat_ret, flat_old = advantages.flatten()[at], returns.flatten()[at], old.flatten()[at]
     steps = [(b, t) for b, e in enumerate(episodes) for t in range(len(e.actions))]
-    out = {"loss": 0.0, "grad_norm": 0.0, "kl": 0.0, "train_flops": 0}
+    out = {"loss": 0.0, "grad_norm": 0.0, "kl": 0.0, "train_flops": 0, "gradient_steps": len(steps)}
     for _ in range(s.ppo_epochs):
         for chunk in np.array_split(rng.permutation(len(steps)), s.ppo_minibatches):
             if len(chunk) == 0:
@@ -339,8 +341,8 @@ def _train(envs: Sequence[Mapping[str, Any]], tasks: Sequence[Mapping[str, Any]]
     group_count = max(1, s.episodes_per_update // s.group_size)
 
     metrics: list[dict[str, Any]] = []
-    totals = {"rollout_flops": 0, "train_flops": 0, "env_steps": 0, "scored_decisions": 0, "episodes": 0, "updates": 0,
-              "zero_variance_groups": 0, "failed_episodes": 0, "truncated_episodes": 0}
+    totals = {"rollout_flops": 0, "train_flops": 0, "env_steps": 0, "scored_decisions": 0, "gradient_steps": 0,
+              "episodes": 0, "updates": 0, "zero_variance_groups": 0, "failed_episodes": 0, "truncated_episodes": 0}
     seen_tasks: set[str] = set()
     seen_envs: set[str] = set()
     timings = dict.fromkeys(("rollout_seconds", "train_seconds", "rollout_wall_seconds", *COST_DRIVERS), 0.0)
@@ -380,11 +382,12 @@ def _train(envs: Sequence[Mapping[str, Any]], tasks: Sequence[Mapping[str, Any]]
                "success_mean": float(np.mean([e.success for e in episodes])),
                "entropy": stats.entropy_sum / max(stats.decisions, 1), "kl": out["kl"], "loss": out["loss"],
                "grad_norm": out["grad_norm"], "env_steps": stats.env_steps, "episodes": len(episodes),
-               "scored_decisions": stats.scored_decisions, "rollout_flops": stats.flops,
-               "train_flops": out["train_flops"],
+               "scored_decisions": stats.scored_decisions, "gradient_steps": out["gradient_steps"],
+               "rollout_flops": stats.flops, "train_flops": out["train_flops"],
                "zero_variance_groups": zero_variance, "groups": group_count}
         metrics.append(row)
-        for key in ("rollout_flops", "train_flops", "env_steps", "scored_decisions", "episodes", "zero_variance_groups"):
+        for key in ("rollout_flops", "train_flops", "env_steps", "scored_decisions", "gradient_steps", "episodes",
+                    "zero_variance_groups"):
             totals[key] += row[key]
         totals["updates"] += 1
         totals["failed_episodes"] += sum(not e.success for e in episodes)
