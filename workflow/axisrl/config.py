@@ -9,6 +9,7 @@ only affect speed removed) and the keys of its upstream stages. Outputs live und
 from __future__ import annotations
 
 import copy
+import functools
 import hashlib
 import json
 from collections.abc import Mapping
@@ -170,8 +171,9 @@ class StageSpec:
     config: dict[str, Any]
     inputs: dict[str, str] = field(default_factory=dict)
 
-    @property
+    @functools.cached_property
     def key(self) -> str:
+        """Computed once: the config it covers is never modified after the spec is made."""
         payload = {"stage": self.stage, "schema_version": SCHEMA_VERSION, "config": self.config, "inputs": self.inputs}
         return hashlib.sha256(canonical_json(payload).encode()).hexdigest()[:KEY_LENGTH]
 

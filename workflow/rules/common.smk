@@ -23,6 +23,9 @@ try:
 except ConfigError as error:
     raise WorkflowError(str(error)) from None
 
+PLAN_RUNS = f"{RESULTS}/plan/{PLAN_SPEC.key}/runs.parquet"
+"""Rules that fan in over thousands of jobs name their inputs by path, not by ``rules.x.output``:
+Snakemake hashes every input list once per rule-reference it holds, which is quadratic at 5,000 runs."""
 TRAIN = {point.train.key: point for point in POINTS.values()}
 EVALUATE = {point.evaluate.key: point for point in POINTS.values()}
 CATALOG_SPEC = StageSpec(

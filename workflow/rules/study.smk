@@ -1,6 +1,6 @@
 rule plan:
     output:
-        runs=f"{RESULTS}/plan/{PLAN_SPEC.key}/runs.parquet",
+        runs=PLAN_RUNS,
     log:
         f"{RESULTS}/logs/plan/{PLAN_SPEC.key}.log",
     conda:
@@ -40,8 +40,8 @@ rule train:
 
 rule evaluate:
     input:
-        heldout_envs=rules.dedup.output.heldout_envs,
-        heldout_tasks=rules.dedup.output.heldout_tasks,
+        heldout_envs=f"{stage_dir('dedup')}/heldout_envs.parquet",
+        heldout_tasks=f"{stage_dir('dedup')}/heldout_tasks.parquet",
         checkpoints=checkpoints_of,
     output:
         episodes=f"{RESULTS}/evaluate/{{eval_key}}/episodes.parquet",
@@ -62,7 +62,7 @@ rule evaluate:
 
 rule collect:
     input:
-        plan=rules.plan.output.runs,
+        plan=PLAN_RUNS,
         train_runs=all_train_runs(),
         episodes=all_episodes(),
     output:

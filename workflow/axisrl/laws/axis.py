@@ -79,13 +79,27 @@ def fit_power(x: np.ndarray, loss: np.ndarray, var_loss: np.ndarray) -> Exponent
                        chi2, dof, float(result.rsquared))
 
 
-def floor_profile(alpha: float, x: np.ndarray, loss: np.ndarray, weight: np.ndarray
-                  ) -> tuple[float, float, float]:
-    """(weighted RSS, E, A) minimised over ``E, A >= 0`` at fixed ``alpha``: the linear half of VP."""
-    root_weight = np.sqrt(weight)
-    design = np.column_stack([np.ones_like(x), x**-alpha]) * root_weight[:, None]
-    (E, A), residual_norm = optimize.nnls(design, loss * root_weight)
-    return float(residual_norm**2), float(E), float(A)
+def floor_profile(alphas: np.ndarray, x: np.ndarray, loss: np.ndarray, weight: np.ndarray
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(weighted RSS, E, A) minimised over ``E, A >= 0`` at each fixed alpha: the linear half of VP.
+
+    Two non-negative coefficients have a closed form (the unconstrained optimum when feasible,
+    else the better edge), which vectorises over a grid of alphas; ``scipy.optimize.nnls`` per
+    alpha made this profile the bottleneck of every fit.
+    """
+    feature = x[None, :] ** -np.asarray(alphas, dtype=np.float64)[:, None]
+    s_w, s_y = weight.sum(), weight @ loss
+    s_f, s_ff, s_fy = feature @ weight, (feature**2) @ weight, feature @ (weight * loss)
+    det = s_w * s_ff - s_f**2
+    with np.errstate(divide="ignore", invalid="ignore"):
+        E_free, A_free = (s_ff * s_y - s_f * s_fy) / det, (s_w * s_fy - s_f * s_y) / det
+    E = np.stack([E_free, np.zeros_like(s_f), np.full_like(s_f, max(0.0, s_y / s_w))])
+    A = np.stack([A_free, np.maximum(0.0, s_fy / s_ff), np.zeros_like(s_f)])
+    rss = np.sum(weight * (loss - E[..., None] - A[..., None] * feature[None]) ** 2, axis=-1)
+    rss[0, ~((E_free >= 0) & (A_free >= 0) & (det > 0))] = np.inf
+    best = np.argmin(rss, axis=0)
+    columns = np.arange(len(s_f))
+    return rss[best, columns], E[best, columns], A[best, columns]
 
 
 def fit_floor(x: np.ndarray, loss: np.ndarray, var_loss: np.ndarray, with_ci: bool = True) -> ExponentFit:
@@ -93,14 +107,14 @@ def fit_floor(x: np.ndarray, loss: np.ndarray, var_loss: np.ndarray, with_ci: bo
     weight = 1.0 / var_loss
 
     def profile(alpha: float) -> float:
-        return floor_profile(alpha, x, loss, weight)[0]
+        return float(floor_profile(np.array([alpha]), x, loss, weight)[0][0])
 
-    grid_rss = np.array([profile(a) for a in ALPHA_GRID])
+    grid_rss = floor_profile(ALPHA_GRID, x, loss, weight)[0]
     best = int(np.argmin(grid_rss))
     bracket = (ALPHA_GRID[max(best - 1, 0)], ALPHA_GRID[min(best + 1, len(ALPHA_GRID) - 1)])
-    refined = optimize.minimize_scalar(profile, bounds=bracket, method="bounded", options={"xatol": 1e-6})
+    refined = optimize.minimize_scalar(profile, bounds=bracket, method="bounded", options={"xatol": 1e-7})
     alpha = float(refined.x) if refined.fun < grid_rss[best] else float(ALPHA_GRID[best])
-    rss, E, A = floor_profile(alpha, x, loss, weight)
+    rss, E, A = (float(v[0]) for v in floor_profile(np.array([alpha]), x, loss, weight))
     dof = len(x) - 3
     alpha_lo = alpha_hi = np.nan
     if with_ci:

@@ -7,9 +7,10 @@
   ``d_traj`` is an axis, ``d_traj`` by ``tau_eff = k* (1 - exp(-D_tau / k*))``. Large ``m*``/``k*``
   give back the additive law.
 
-Both are fitted by variable projection: for fixed exponents (and ``m*``, ``k*``) E and the A_i are
-a weighted non-negative least-squares problem (weights ``1/var L``, to first order the log-residual
-weights of 5.2), and L-BFGS-B searches the nonlinear parameters from a grid of starts. The nested
+Both are fitted by variable projection (VPNLS): for fixed exponents (and ``m*``, ``k*``) E and the
+A_i are a weighted non-negative least-squares problem (weights ``1/var L``, to first order the
+log-residual weights of 5.2), and bounded trust-region least squares searches the nonlinear
+parameters from a grid of starts. The nested
 model is preferred only when its quasi-AICc is lower by more than 2 *and* its leave-one-grid-point
 -out prediction error of ``ln L`` is lower.
 
@@ -29,6 +30,7 @@ import numpy as np
 import polars as pl
 import statsmodels.api as sm
 from scipy import optimize, special, stats
+from statsmodels.genmod.generalized_linear_model import GLMResults
 
 from axisrl.laws.axis import ALPHA_BOUNDS, LEVEL
 from axisrl.laws.data import AXES, check_one_setting, pool_points, usable_runs
@@ -112,12 +114,12 @@ class _Problem:
                                    np.exp(theta[K + 1]) if self.saturating else None)
         return np.column_stack([np.ones(keep.sum())] + [effective[a] ** -theta[i] for i, a in enumerate(self.axes)])
 
-    def project(self, theta: np.ndarray, keep: np.ndarray) -> tuple[float, np.ndarray]:
-        """(weighted RSS, [E, A_i ...]) with E, A_i >= 0 by NNLS at fixed nonlinear parameters."""
+    def project(self, theta: np.ndarray, keep: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(weighted residuals, [E, A_i ...]) with E, A_i >= 0 by NNLS at fixed nonlinear parameters."""
         root_weight = np.sqrt(self.weight[keep])
-        coef, residual_norm = optimize.nnls(self.features(theta, keep) * root_weight[:, None],
-                                            self.loss[keep] * root_weight)
-        return float(residual_norm**2), coef
+        design = self.features(theta, keep) * root_weight[:, None]
+        coef, _ = optimize.nnls(design, self.loss[keep] * root_weight)
+        return design @ coef - self.loss[keep] * root_weight, coef
 
     def bounds(self) -> list[tuple[float, float]]:
         bounds = [ALPHA_BOUNDS] * len(self.axes)
@@ -130,22 +132,28 @@ class _Problem:
         return bounds
 
     def fit(self, starts: Sequence[np.ndarray], keep: np.ndarray) -> tuple[np.ndarray, float]:
-        """Best (nonlinear parameters, weighted RSS) of L-BFGS-B runs from ``starts``."""
-        best_theta, best_rss = None, np.inf
+        """Best (nonlinear parameters, weighted RSS) of bounded trust-region least-squares runs
+        from ``starts`` (Gauss-Newton on the projected residuals converges in a few steps where
+        L-BFGS-B on their squared norm crawls)."""
+        low, high = np.array(self.bounds()).T
+        best_theta, best_rss = starts[0], np.inf
         for start in starts:
-            result = optimize.minimize(lambda theta: self.project(theta, keep)[0], start, method="L-BFGS-B",
-                                       bounds=self.bounds(), options={"ftol": 1e-12, "maxiter": 500})
-            if result.fun < best_rss:
-                best_theta, best_rss = result.x, float(result.fun)
+            result = optimize.least_squares(lambda theta: self.project(theta, keep)[0], np.clip(start, low, high),
+                                            bounds=(low, high), method="trf", x_scale="jac", ftol=1e-12)
+            rss = float(np.sum(result.fun**2))
+            if rss < best_rss:
+                best_theta, best_rss = result.x, rss
         return best_theta, best_rss
 
 
 def _nested_starts(problem: _Problem, additive_alpha: np.ndarray) -> list[np.ndarray]:
-    """The additive fit's exponents and a coarse exponent grid, crossed with a grid on m* (and k*)."""
+    """The additive fit's exponents crossed with a grid on m* (and k*), plus the coarse exponent
+    grid at the middle of that grid."""
     bounds = problem.bounds()[len(problem.axes):]
     scales = [np.linspace(low + np.log(10), high - np.log(100), 4) for low, high in bounds]
-    alphas = [additive_alpha] + [np.array(a) for a in itertools.product(ALPHA_STARTS, repeat=len(problem.axes))]
-    return [np.concatenate([alpha, scale]) for alpha in alphas for scale in itertools.product(*scales)]
+    middle = np.array([np.mean(scale) for scale in scales])
+    return ([np.concatenate([additive_alpha, scale]) for scale in itertools.product(*scales)]
+            + [np.concatenate([alpha, middle]) for alpha in itertools.product(ALPHA_STARTS, repeat=len(problem.axes))])
 
 
 def _cv_rmse(problem: _Problem, theta: np.ndarray) -> float:
@@ -274,6 +282,16 @@ def fit_chinchilla(points: pl.DataFrame, axes: Sequence[str], *, loss: str = "lo
     return pl.DataFrame([row], schema=_schema(axes))
 
 
+def _quasi_binomial(proportion: np.ndarray, trials: np.ndarray, exog: np.ndarray) -> GLMResults:
+    """Binomial GLM with the Pearson dispersion, floored at 1 (never less noise than binomial).
+
+    Proportions with ``var_weights = trials``: statsmodels' two-column endog gets ``scale="X2"`` wrong.
+    """
+    model = sm.GLM(proportion, exog, family=sm.families.Binomial(), var_weights=trials)
+    first = model.fit()
+    return model.fit(scale=max(1.0, first.pearson_chi2 / first.df_resid))
+
+
 INTERACTION_SCHEMA = {"outer_axis": pl.String, "inner_axis": pl.String, "outer_value": pl.Float64,
                       "inner_slope": pl.Float64, "inner_slope_lo": pl.Float64, "inner_slope_hi": pl.Float64,
                       "beta_interaction": pl.Float64, "beta_interaction_se": pl.Float64,
@@ -284,7 +302,7 @@ def interaction_pretest(runs: pl.DataFrame, axes: Sequence[str] = AXES, *,
                         interaction: tuple[str, str] = ("d_env", "d_task"), tier: str = "all") -> pl.DataFrame:
     """Cheap, exact test of an interaction before fitting nonlinear laws (fitting.md 5.2).
 
-    Quasi-binomial GLM on run-level successes/trials: ``logit p = b0 + sum_i b_i ln x_i +
+    Quasi-binomial GLM on run-level success rates weighted by trials: ``logit p = b0 + sum_i b_i ln x_i +
     b_io ln x_outer ln x_inner``; F-test of ``b_io`` on the deviance drop over the Pearson
     dispersion (seeds scatter more than binomially). One row per level of the outer axis with the
     inner axis's logit slope there, ``b_inner + b_io ln x_outer``, and its t-interval.
@@ -297,10 +315,9 @@ def interaction_pretest(runs: pl.DataFrame, axes: Sequence[str] = AXES, *,
     full_exog = np.column_stack([reduced_exog, logs[outer] * logs[inner]])
     if np.linalg.matrix_rank(full_exog) < full_exog.shape[1]:
         raise ValueError(f"the runs do not identify a {outer} x {inner} interaction: add a factorial grid")
-    successes = ok["successes"].to_numpy()
-    endog = np.column_stack([successes, ok["trials"].to_numpy() - successes])
-    full = sm.GLM(endog, full_exog, family=sm.families.Binomial()).fit(scale="X2")
-    reduced = sm.GLM(endog, reduced_exog, family=sm.families.Binomial()).fit(scale="X2")
+    trials = ok["trials"].to_numpy().astype(np.float64)
+    proportion = ok["successes"].to_numpy() / trials
+    full, reduced = (_quasi_binomial(proportion, trials, exog) for exog in (full_exog, reduced_exog))
     f_stat = (reduced.deviance - full.deviance) / full.scale
     inner_index, product_index = 1 + list(axes).index(inner), full_exog.shape[1] - 1
     t_quantile = stats.t.ppf(0.5 + LEVEL / 2, full.df_resid)
@@ -309,9 +326,10 @@ def interaction_pretest(runs: pl.DataFrame, axes: Sequence[str] = AXES, *,
     for level in np.unique(ok[outer].to_numpy()):
         gradient = np.zeros(full_exog.shape[1])
         gradient[[inner_index, product_index]] = 1.0, np.log(level)
-        slope, se = gradient @ full.params, np.sqrt(gradient @ covariance @ gradient)
+        slope, se = float(gradient @ full.params), float(np.sqrt(gradient @ covariance @ gradient))
         rows.append({"outer_axis": outer, "inner_axis": inner, "outer_value": float(level), "inner_slope": slope,
                      "inner_slope_lo": slope - t_quantile * se, "inner_slope_hi": slope + t_quantile * se,
-                     "beta_interaction": full.params[product_index], "beta_interaction_se": full.bse[product_index],
-                     "f_stat": f_stat, "p_value": stats.f.sf(f_stat, 1, full.df_resid), "dispersion": full.scale})
+                     "beta_interaction": float(full.params[product_index]),
+                     "beta_interaction_se": float(full.bse[product_index]), "f_stat": float(f_stat),
+                     "p_value": float(stats.f.sf(f_stat, 1, full.df_resid)), "dispersion": float(full.scale)})
     return pl.DataFrame(rows, schema=INTERACTION_SCHEMA)

@@ -8,7 +8,7 @@ Runs get the columns of the ``collect`` stage, episodes the per-task rows of ``e
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, replace
 from typing import NamedTuple
 
@@ -49,12 +49,14 @@ def _designs(grids: Mapping[str, Sequence[int]], centre: Mapping[str, int], widt
     return merged
 
 
-def simulate_study(law: Law, *, grids: Mapping[str, Sequence[int]] = DEFAULT_GRIDS,
+def simulate_study(law: Law | Callable[[pl.DataFrame], np.ndarray], *, grids: Mapping[str, Sequence[int]] = DEFAULT_GRIDS,
                    centre: Mapping[str, int] = DEFAULT_CENTRE, width: int = 64,
                    interaction: Mapping[str, Sequence[int]] | None = None, seeds: Sequence[int] = (0, 1, 2),
                    n_tasks: int = 256, seed_sd: float = 0.0, seed: int = 0) -> SimulatedStudy:
     """Runs (collect columns, one per design x seed) and their per-task episodes.
 
+    ``law`` is a ``Law`` or any function from design rows to ``L`` (e.g. a product of powers, whose
+    one-axis sweeps are exact power laws).
     ``seed_sd`` is the standard deviation of ``ln L`` between training seeds (0: binomial noise only).
     Tasks are split round-robin into tiers T0, T1, T2; "all" pools them.
     """
@@ -64,7 +66,7 @@ def simulate_study(law: Law, *, grids: Mapping[str, Sequence[int]] = DEFAULT_GRI
              "domain": "simulated", **asdict(design), "seed": s}
             for point_key, (design, families) in designs.items() for s in seeds]
     runs = pl.DataFrame(rows)
-    loss = predict_loss(law, runs) * np.exp(seed_sd * rng.standard_normal(runs.height))
+    loss = (predict_loss(law, runs) if isinstance(law, Law) else law(runs)) * np.exp(seed_sd * rng.standard_normal(runs.height))
     success = rng.random((runs.height, n_tasks)) < np.exp(-loss)[:, None]
     tier_of_task = np.array(TIERS[:3])[np.arange(n_tasks) % 3]
     columns = {}
