@@ -107,3 +107,20 @@ def test_too_small_pool_is_a_clear_error():
         select_training_data(ENVS, TASKS, {**DESIGN, "d_env": 9, "d_task": 9})
     with pytest.raises(PoolTooSmall, match="needs d_task=50"):
         select_training_data(ENVS, TASKS, {**DESIGN, "d_task": 50})
+
+
+def test_placebo_counts_every_environment_though_they_share_a_signature():
+    placebo = ENVS.with_columns(env_s1=pl.lit("a"), world_id=pl.lit("w0"))
+    envs, tasks = select_training_data(placebo, TASKS, {**DESIGN, "d_env": 3, "env_level": "placebo"})
+    assert envs["env_id"].to_list() == ["e0", "e1", "e2"] and envs["env_s1"].n_unique() == 1
+    assert tasks["env_id"].value_counts()["count"].to_list() == [2, 2, 2]
+    with pytest.raises(PoolTooSmall, match="raise synthesize.placebo_contents"):
+        select_training_data(placebo, TASKS, {**DESIGN, "d_env": 7, "d_task": 7, "env_level": "placebo"})
+    with pytest.raises(PoolTooSmall, match="raise synthesize.placebo_tasks_per_env"):
+        select_training_data(placebo, TASKS, {**DESIGN, "d_env": 1, "d_task": 6, "env_level": "placebo"})
+
+
+def test_placebo_sweep_needs_enough_contents(config, schema):
+    config["synthesize"]["placebo_contents"] = 8
+    with pytest.raises(ConfigError, match="placebo_contents: 8 is below the largest d_env"):
+        validate_config(config, schema)

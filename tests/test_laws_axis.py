@@ -1,0 +1,165 @@
+"""Per-axis fits: hand-computed values on noise-free data, CI coverage on simulated studies,
+failed runs, too few points, bootstrap and ordering."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import numpy as np
+import polars as pl
+import pytest
+from scipy import optimize
+
+from axisrl.laws import (Law, axis_ordering, bootstrap_alphas, bootstrap_intervals, fit_axes, fit_axes_by,
+                         fit_floor, floor_profile, leave_one_out, local_slopes, predict_loss, simulate_study)
+
+TRUE_ALPHA = {"d_env": 0.45, "d_task": 0.30, "d_traj": 0.15}
+CENTRE = {"d_env": 8, "d_task": 32, "d_traj": 8}
+FLOOR_LAW = Law(E=0.1, A={"d_env": 2.0, "d_task": 0.1, "d_traj": 0.1},
+                alpha={"d_env": 0.5, "d_task": 0.3, "d_traj": 0.2})
+"""Additive law whose d_env sweep has a small floor (0.2), so the floor exponent is identifiable."""
+
+
+def product_law(designs: pl.DataFrame) -> np.ndarray:
+    """``L = 1.2 prod (x / centre)^-alpha``: every one-axis sweep is an exact power law."""
+    return 1.2 * np.prod([(designs[a].to_numpy() / c) ** -TRUE_ALPHA[a] for a, c in CENTRE.items()], axis=0)
+
+
+def exact_runs(loss: Callable[[pl.DataFrame], np.ndarray], grids: dict[str, list[int]],
+               trials: int = 10**9) -> pl.DataFrame:
+    """Noise-free runs in the user schema (successes/trials, no seed or status): one per design."""
+    designs = pl.DataFrame([CENTRE | {axis: x} for axis, values in grids.items() for x in values]).unique(
+        maintain_order=True)
+    successes = np.round(np.exp(-loss(designs)) * trials).astype(np.int64)
+    return designs.with_columns(successes=successes, trials=pl.lit(trials, dtype=pl.Int64))
+
+
+GRIDS = {"d_env": [1, 2, 4, 8, 16, 32], "d_task": [8, 16, 32, 64, 128, 256], "d_traj": [2, 4, 8, 16, 32, 64]}
+
+
+def coverage(n_studies: int, first_seed: int = 0) -> dict[str, float]:
+    """Fraction of studies whose CI covers the truth: the power t-interval on a product law (per
+    axis) and the floor profile interval on ``FLOOR_LAW``'s d_env sweep."""
+    hits: dict[str, list[bool]] = {}
+    for study in range(first_seed, first_seed + n_studies):
+        fit = fit_axes(simulate_study(product_law, seed=study).runs).filter(pl.col("model") == "power")
+        for row in fit.iter_rows(named=True):
+            hits.setdefault(row["axis"], []).append(row["alpha_lo"] <= TRUE_ALPHA[row["axis"]] <= row["alpha_hi"])
+        floor = fit_axes(simulate_study(FLOOR_LAW, seed=10**6 + study).runs, ["d_env"]).filter(
+            pl.col("model") == "floor").row(0, named=True)
+        hits.setdefault("d_env_floor", []).append(floor["alpha_lo"] <= 0.5 <= floor["alpha_hi"])
+    return {name: float(np.mean(h)) for name, h in hits.items()}
+
+
+def test_floor_profile_matches_nnls() -> None:
+    rng = np.random.default_rng(0)
+    x = np.array([1.0, 2, 4, 8, 16, 32])
+    for _ in range(50):
+        loss, weight = rng.uniform(0.05, 3, 6), rng.uniform(0.5, 20, 6)
+        alphas = rng.uniform(0.01, 1.5, 4)
+        rss, E, A = floor_profile(alphas, x, loss, weight)
+        for i, alpha in enumerate(alphas):
+            design = np.column_stack([np.ones(6), x**-alpha]) * np.sqrt(weight)[:, None]
+            (E_ref, A_ref), norm = optimize.nnls(design, loss * np.sqrt(weight))
+            assert rss[i] == pytest.approx(norm**2, rel=1e-9, abs=1e-12)
+            assert (E[i], A[i]) == pytest.approx((E_ref, A_ref), rel=1e-7, abs=1e-10)
+
+
+def test_variable_projection_recovers_noise_free_floor_law() -> None:
+    x = np.array([1.0, 2, 4, 8, 16, 32])
+    fit = fit_floor(x, 0.3 + 1.5 * x**-0.4, np.ones_like(x))
+    assert (fit.alpha, fit.E, fit.A) == pytest.approx((0.4, 0.3, 1.5), abs=1e-5)
+    assert fit.alpha_lo < 0.4 < fit.alpha_hi
+
+
+def test_fit_axes_on_noise_free_runs() -> None:
+    law = Law(E=0.1, A={"d_env": 1.5, "d_task": 0.5, "d_traj": 0.4}, alpha={"d_env": 0.4, "d_task": 0.25, "d_traj": 0.6})
+    fit = fit_axes(exact_runs(lambda d: predict_loss(law, d), GRIDS))
+    floor = fit.filter(pl.col("model") == "floor")
+    assert floor["alpha"].to_list() == pytest.approx([0.4, 0.25, 0.6], abs=1e-4)
+    held_terms = {a: law.A[a] * CENTRE[a] ** -law.alpha[a] for a in CENTRE}
+    per_axis_floor = [law.E + sum(t for b, t in held_terms.items() if b != a) for a in CENTRE]
+    assert floor["E"].to_list() == pytest.approx(per_axis_floor, abs=1e-4)
+    assert fit.filter(pl.col("selected"))["model"].to_list() == ["floor"] * 3
+    power = fit_axes(exact_runs(product_law, GRIDS)).filter(pl.col("model") == "power")
+    assert power["alpha"].to_list() == pytest.approx(list(TRUE_ALPHA.values()), abs=1e-6)
+    assert fit["n_failed_excluded"].to_list() == [0] * 6
+
+
+def test_local_slopes_hand_computed() -> None:
+    law = Law(E=0.5, A={"d_env": 2.0}, alpha={"d_env": 0.5})
+    slopes = local_slopes(exact_runs(lambda d: predict_loss(law, d), {"d_env": [1, 4, 16]}), ["d_env"])
+    # L = 2.5, 1.5, 1.0: slope_1 = -ln(1.5/2.5)/ln 4, slope_2 = -ln(1.0/1.5)/ln 4
+    assert slopes["slope"].to_list() == pytest.approx([np.log(2.5 / 1.5) / np.log(4), np.log(1.5) / np.log(4)],
+                                                      abs=1e-6)
+    assert slopes[["x_lo", "x_hi"]].rows() == [(1.0, 4.0), (4.0, 16.0)]
+    assert (slopes["slope_se"] > 0).all()
+
+
+def test_failed_runs_excluded_and_counted() -> None:
+    runs = simulate_study(product_law, seed=1).runs
+    failed = runs.filter(pl.col("d_env").is_in([1, 32]), pl.col("seed") == 0)["run_key"]
+    runs = runs.with_columns(status=pl.when(pl.col("run_key").is_in(failed.implode())).then(pl.lit("failed"))
+                             .otherwise(pl.col("status")))
+    with pytest.warns(UserWarning, match="2 failed runs excluded"):
+        fit = fit_axes(runs)
+    d_env = fit.filter(pl.col("axis") == "d_env", pl.col("model") == "power").row(0, named=True)
+    assert (d_env["n_failed_excluded"], d_env["n_runs"], d_env["n_points"]) == (2, 16, 6)
+    assert fit.filter(pl.col("axis") == "d_task")["n_failed_excluded"].to_list() == [0, 0]
+
+
+def test_too_few_points_say_so() -> None:
+    runs = simulate_study(product_law, grids={"d_env": (1, 2, 4, 8), "d_task": (16, 32), "d_traj": (4, 8, 16)},
+                          seed=2).runs
+    fit = fit_axes(runs, centre=CENTRE)
+    status = {(r["axis"], r["model"]): r["status"] for r in fit.iter_rows(named=True)}
+    assert status == {("d_env", "power"): "ok", ("d_env", "floor"): "ok",
+                      ("d_task", "power"): "too_few_points", ("d_task", "floor"): "too_few_points",
+                      ("d_traj", "power"): "ok", ("d_traj", "floor"): "too_few_points"}
+    d_task = fit.filter(pl.col("axis") == "d_task").row(0, named=True)
+    assert d_task["alpha"] is None and "2 usable grid points" in d_task["reason"]
+
+
+def test_mixed_settings_refused_and_grouped() -> None:
+    small = simulate_study(product_law, width=32, seed=3).runs
+    large = simulate_study(lambda d: 0.8 * product_law(d), width=128, seed=4).runs
+    with pytest.raises(ValueError, match="width"):
+        fit_axes(pl.concat([small, large]))
+    grouped = fit_axes_by(pl.concat([small, large]), ["width"])
+    assert grouped.group_by("width").len().sort("width").rows() == [(32, 6), (128, 6)]
+
+
+def test_leave_one_out_rows() -> None:
+    loo = leave_one_out(simulate_study(product_law, seed=5).runs, ["d_task"])
+    counts = loo.group_by("model", "left_out").len().sort("model", "left_out").rows()
+    assert counts == [("floor", "point", 6), ("floor", "seed", 3), ("power", "point", 6), ("power", "seed", 3)]
+    assert loo["delta_alpha"].abs().max() < 0.2
+
+
+def test_bootstrap_ordering_is_deterministic_and_ordered() -> None:
+    study = simulate_study(product_law, n_tasks=512, seed=6)
+    replicates = bootstrap_alphas(study.runs, n_boot=60, seed=11, episodes=study.episodes)
+    assert replicates.equals(bootstrap_alphas(study.runs, n_boot=60, seed=11, episodes=study.episodes))
+    intervals = bootstrap_intervals(replicates).filter(pl.col("model") == "power")
+    for row in intervals.iter_rows(named=True):
+        assert row["alpha_boot_lo"] < TRUE_ALPHA[row["axis"]] < row["alpha_boot_hi"]
+    ordering = {(r["axis_a"], r["axis_b"]): r for r in axis_ordering(replicates).iter_rows(named=True)}
+    assert ordering[("d_env", "d_traj")]["frac_a_greater"] == 1.0
+    assert ordering[("d_env", "d_traj")]["alpha_diff_lo"] > 0
+    binomial = bootstrap_intervals(bootstrap_alphas(study.runs, n_boot=60, seed=11))
+    assert binomial.height == 6
+
+
+def test_coverage_fast() -> None:
+    rates = coverage(15)
+    assert min(rates.values()) >= 0.8, rates
+
+
+@pytest.mark.slow
+def test_coverage_200_studies() -> None:
+    start = time.perf_counter()
+    rates = coverage(200, first_seed=1000)
+    elapsed = time.perf_counter() - start
+    print(f"coverage over 200 studies: {rates} in {elapsed:.1f} s")
+    assert min(rates.values()) >= 0.9, rates

@@ -1,0 +1,144 @@
+"""The paper's figures, drawn from polars frames the caller prepares (PNG + PDF out).
+
+* ``figure2`` -- per-axis scaling laws (paper Figure 2): one log-log panel per swept data axis
+  (``d_env``, ``d_task``, ``d_traj``), held-out loss ``L = -ln p`` against the axis value, mean +- SE
+  per model size, with the selected fit ``L = E + A x^-alpha`` and its exponent and CI in the legend.
+* ``figure3`` -- cross-axis interaction (paper Figure 3): held-out success over the
+  (``d_env``, ``d_task``) grid as an annotated heatmap, with dashed iso-cost contours of the caller's
+  cost model. Cells the study did not run stay blank.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import numpy as np
+import polars as pl
+from matplotlib.lines import Line2D
+
+from axisrl.report import style
+
+AXIS_ORDER = ("d_env", "d_task", "d_traj")
+POINT_COLUMNS = ("axis", "x", "series", "loss", "loss_se")
+FIT_COLUMNS = ("axis", "series", "model", "status", "selected", "alpha", "alpha_lo", "alpha_hi",
+               "E", "A", "x_min", "x_max")
+
+
+def _require(frame: pl.DataFrame, columns: tuple[str, ...], name: str) -> None:
+    """Raise ``ValueError`` naming the columns of ``columns`` that ``frame`` lacks."""
+    missing = [c for c in columns if c not in frame.columns]
+    if missing:
+        raise ValueError(f"{name} is missing required column(s): {', '.join(missing)}")
+
+
+def _num(value: float | None, default: float = math.nan) -> float:
+    """``value`` as a float, ``default`` where it is null or NaN."""
+    return default if value is None or math.isnan(value) else float(value)
+
+
+def _natural(label: str) -> list:
+    """Sort key that orders 'N=64' before 'N=128'."""
+    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", label)]
+
+
+def _fit_label(fit: dict) -> str:
+    """Legend text of one selected fit: exponent, its CI where known, and the floor E if fitted."""
+    text = f"$\\alpha$ = {fit['alpha']:.2f}"
+    lo, hi = _num(fit["alpha_lo"]), _num(fit["alpha_hi"])
+    if not (math.isnan(lo) or math.isnan(hi)):
+        text += f" [{lo:.2f}, {hi:.2f}]"
+    if fit["model"] == "floor":
+        text += f", $E$ = {_num(fit['E'], 0.0):.2f}"
+    return text
+
+
+def _cost_levels(cost: np.ndarray) -> np.ndarray:
+    """Contour levels: the 20/40/60/80 % quantiles of the finite costs, strictly inside their range."""
+    finite = cost[np.isfinite(cost)]
+    if finite.size == 0:
+        return finite
+    levels = np.unique(np.quantile(finite, [0.2, 0.4, 0.6, 0.8]))
+    return levels[(levels > finite.min()) & (levels < finite.max())]
+
+
+def figure2(points: pl.DataFrame, fits: pl.DataFrame, png: Path, pdf: Path) -> None:
+    """Per-axis scaling laws: one log-log panel per axis, points mean +- SE, selected fit curves."""
+    _require(points, POINT_COLUMNS, "points")
+    _require(fits, FIT_COLUMNS, "fits")
+    present = points["axis"].unique().to_list()
+    axes_names = [a for a in AXIS_ORDER if a in present] + sorted(set(present) - set(AXIS_ORDER))
+    if not axes_names:
+        raise ValueError("points is empty")
+    series_names = sorted(points["series"].unique().to_list(), key=_natural)
+    color = {s: style.COLORS[i % len(style.COLORS)] for i, s in enumerate(series_names)}
+
+    with style.figure_style():
+        fig, panels = plt.subplots(1, len(axes_names), figsize=(4.2 * len(axes_names), 3.8),
+                                   sharey=True, squeeze=False)
+        for ax, axis in zip(panels[0], axes_names):
+            for series in series_names:
+                pts = points.filter((pl.col("axis") == axis) & (pl.col("series") == series)).sort("x")
+                if pts.is_empty():
+                    continue
+                rows = fits.filter((pl.col("axis") == axis) & (pl.col("series") == series))
+                chosen = rows.filter(pl.col("selected") & (pl.col("status") == "ok"))
+                if chosen.height > 1:
+                    raise ValueError(f"fits selects {chosen.height} models for ({axis}, {series})")
+                label = series
+                if chosen.height == 1:
+                    fit = chosen.row(0, named=True)
+                    x = np.geomspace(fit["x_min"], fit["x_max"], 100)
+                    ax.plot(x, _num(fit["E"], 0.0) + fit["A"] * x ** -fit["alpha"], color=color[series])
+                    label += f": {_fit_label(fit)}"
+                elif (rows["status"] == "too_few_points").any():
+                    label += ": too few points"
+                ax.errorbar(pts["x"].to_numpy(), pts["loss"].to_numpy(), yerr=pts["loss_se"].to_numpy(),
+                            fmt="o", color=color[series], label=label)
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+            ax.set_xlabel(style.AXIS_LABELS.get(axis, axis))
+            ax.legend(loc="best")
+        panels[0][0].set_ylabel(style.LOSS_LABEL)
+    style.save(fig, png, pdf)
+
+
+def figure3(grid: pl.DataFrame, png: Path, pdf: Path, *, value: str = "p", cost: str = "cost") -> None:
+    """Heatmap of ``value`` over the (d_env, d_task) grid, annotated, with dashed iso-``cost`` contours."""
+    _require(grid, ("d_env", "d_task", value, cost), "grid")
+    if grid.is_empty():
+        raise ValueError("grid is empty")
+    if grid.select("d_env", "d_task").is_duplicated().any():
+        raise ValueError("grid has more than one row for some (d_env, d_task) cell")
+    envs = sorted(grid["d_env"].unique().to_list())
+    tasks = sorted(grid["d_task"].unique().to_list())
+    z = np.full((len(tasks), len(envs)), np.nan)
+    c = np.full_like(z, np.nan)
+    for row in grid.iter_rows(named=True):
+        i, j = tasks.index(row["d_task"]), envs.index(row["d_env"])
+        z[i, j], c[i, j] = _num(row[value]), _num(row[cost])
+
+    with style.figure_style():
+        fig, ax = plt.subplots(figsize=(1.0 * len(envs) + 2.6, 0.8 * len(tasks) + 1.8))
+        image = ax.imshow(z, origin="lower", cmap="viridis", aspect="auto")
+        ax.grid(False)
+        for (i, j), v in np.ndenumerate(z):
+            if not math.isnan(v):
+                r, g, b, _ = image.cmap(image.norm(v))
+                ink = "black" if 0.299 * r + 0.587 * g + 0.114 * b > 0.5 else "white"
+                ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=9, color=ink)
+        levels = _cost_levels(c)
+        if len(envs) > 1 and len(tasks) > 1 and levels.size:
+            lines = ax.contour(np.ma.masked_invalid(c), levels=levels, colors="black",
+                               linestyles="dashed", linewidths=1.0)
+            ax.clabel(lines, fmt=lambda v: f"{v:.3g}", fontsize=8)
+            ax.legend(handles=[Line2D([], [], color="black", linestyle="dashed", label=f"iso-{cost}")],
+                      loc="lower left", bbox_to_anchor=(0, 1), fontsize=8)
+        ax.set_xticks(range(len(envs)), [f"{v:g}" for v in envs])
+        ax.set_yticks(range(len(tasks)), [f"{v:g}" for v in tasks])
+        ax.set_xlabel(style.AXIS_LABELS["d_env"])
+        ax.set_ylabel(style.AXIS_LABELS["d_task"])
+        fig.colorbar(image, ax=ax, label=style.SUCCESS_LABEL)
+    style.save(fig, png, pdf)
