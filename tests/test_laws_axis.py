@@ -74,7 +74,8 @@ def test_variable_projection_recovers_noise_free_floor_law() -> None:
 
 
 def test_fit_axes_on_noise_free_runs() -> None:
-    law = Law(E=0.1, A={"d_env": 1.5, "d_task": 0.5, "d_traj": 0.4}, alpha={"d_env": 0.4, "d_task": 0.25, "d_traj": 0.6})
+    law = Law(E=0.1, A={"d_env": 1.5, "d_task": 0.5, "d_traj": 0.4},
+              alpha={"d_env": 0.4, "d_task": 0.25, "d_traj": 0.6})
     fit = fit_axes(exact_runs(lambda d: predict_loss(law, d), GRIDS))
     floor = fit.filter(pl.col("model") == "floor")
     assert floor["alpha"].to_list() == pytest.approx([0.4, 0.25, 0.6], abs=1e-4)

@@ -124,3 +124,14 @@ def test_placebo_sweep_needs_enough_contents(config, schema):
     config["synthesize"]["placebo_contents"] = 8
     with pytest.raises(ConfigError, match="placebo_contents: 8 is below the largest d_env"):
         validate_config(config, schema)
+
+
+def test_an_option_a_design_does_not_read_never_retrains_it(config, schema):
+    _, _, points, _ = jobs(config, schema)
+    changed = copy.deepcopy(config)
+    changed["train"]["token_cap"] = 12345
+    changed["train"]["ppo_epochs"] = 7
+    _, _, moved, _ = jobs(changed, schema)
+    for key, point in points.items():
+        reads = point.design.budget == "token_cap" or point.design.algo == "ppo"
+        assert (point.train.key != moved[key].train.key) == reads, point.design

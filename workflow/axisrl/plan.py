@@ -159,6 +159,29 @@ def check_designs(designs: Mapping[str, PlannedDesign], episodes_per_update: int
                           + "\n  ".join(problems))
 
 
+ALGO_ONLY = {
+    "grpo": ("norm_adv_by_std_in_grpo", "kl_coef", "loss_agg_mode"),
+    "ppo": ("gamma", "lam", "ppo_epochs", "ppo_minibatches", "vf_coef", "ent_coef"),
+}
+"""Train options that only one algorithm reads."""
+
+
+def backend_settings(train: Mapping[str, Any], design: Mapping[str, Any]) -> dict[str, Any]:
+    """What one design's runs are trained with: the study-wide ``train`` section resolved for the
+    design (its budget's cap, its algorithm's options, its axes). The train key hashes exactly
+    this, so an option a design does not read (a cap of another budget, the other algorithm's
+    options) never retrains it."""
+    budget = design["budget"]
+    caps = {"max_rollout_steps": train["token_cap"] if budget == "token_cap" else None,
+            "max_flops": train["flop_cap"] if budget == "iso_flop" else None}
+    updates = train["updates"] if budget == "fixed_updates" else train["updates"] * train["capped_update_factor"]
+    unread = {"backend", "token_cap", "flop_cap", "capped_update_factor"}
+    unread.update(option for algo, options in ALGO_ONLY.items() if algo != design["algo"] for option in options)
+    return {**{k: v for k, v in train.items() if k not in unread}, **caps, "updates": updates,
+            "algo": design["algo"], "width": design["width"], "group_size": design["d_traj"],
+            "reward_density": design["reward_density"]}
+
+
 def study_jobs(cfg: Mapping[str, Any], hashed: Mapping[str, Any], dedup_key: str
                ) -> tuple[StageSpec, list[dict[str, Any]], dict[str, PointJobs], StageSpec]:
     """Plan spec and rows, the per-point train/evaluate specs, and the collect spec.
@@ -172,7 +195,8 @@ def study_jobs(cfg: Mapping[str, Any], hashed: Mapping[str, Any], dedup_key: str
     points = {}
     for point_key, planned in designs.items():
         design = planned.design
-        train = StageSpec("train", {"train": hashed["train"], "design": asdict(design), "seeds": list(seeds)},
+        train = StageSpec("train", {"backend": hashed["train"]["backend"], "design": asdict(design),
+                                    "settings": backend_settings(hashed["train"], asdict(design)), "seeds": list(seeds)},
                           {"dedup": dedup_key})
         evaluate = StageSpec("evaluate", {"evaluate": hashed["evaluate"]}, {"train": train.key})
         points[point_key] = PointJobs(design, seeds, tuple(run_key(point_key, s) for s in seeds), train, evaluate)

@@ -20,6 +20,7 @@ import polars as pl
 from axisrl import dedup as dedup_math
 from axisrl.artifacts import catalog, read_artifact, write_artifact
 from axisrl.config import StageSpec
+from axisrl.plan import backend_settings
 from axisrl.domains import toolworld
 
 log = logging.getLogger("axisrl")
@@ -209,17 +210,6 @@ def _single_thread_torch() -> None:
     import torch
 
     torch.set_num_threads(1)
-
-
-def backend_settings(train: Mapping[str, Any], design: Mapping[str, Any]) -> dict[str, Any]:
-    """The tiny backend's settings for a design: the study-wide train config plus the design's axes."""
-    budget = design["budget"]
-    caps = {"max_rollout_steps": train["token_cap"] if budget == "token_cap" else None,
-            "max_flops": train["flop_cap"] if budget == "iso_flop" else None}
-    updates = train["updates"] if budget == "fixed_updates" else train["updates"] * train["capped_update_factor"]
-    fixed = {k: v for k, v in train.items() if k not in ("backend", "token_cap", "flop_cap", "capped_update_factor")}
-    return {**fixed, **caps, "updates": updates, "algo": design["algo"], "width": design["width"],
-            "group_size": design["d_traj"], "reward_density": design["reward_density"]}
 
 
 def train(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, str], outputs: Mapping[str, str]) -> None:

@@ -33,8 +33,9 @@ ALPHA_BOUNDS = (0.01, 1.5)
 ALPHA_GRID = np.linspace(*ALPHA_BOUNDS, 150)
 LEVEL = 0.95
 MODELS = ("power", "floor")
-MIN_POINTS = {"power": 3, "floor": 4}
-"""A line needs a residual degree of freedom for its dispersion; the floor model needs one more."""
+N_PARAMS = {"power": 2, "floor": 3}
+MIN_POINTS = {model: n + 1 for model, n in N_PARAMS.items()}
+"""Each model needs a residual degree of freedom for its dispersion."""
 
 FIT_SCHEMA = {
     "axis": pl.String, "model": pl.String, "status": pl.String, "reason": pl.String,
@@ -43,7 +44,9 @@ FIT_SCHEMA = {
     "alpha": pl.Float64, "alpha_lo": pl.Float64, "alpha_hi": pl.Float64, "E": pl.Float64, "A": pl.Float64,
     "dispersion": pl.Float64, "r_squared": pl.Float64, "aicc": pl.Float64, "delta_aicc": pl.Float64,
     "selected": pl.Boolean, "max_loo_point_shift": pl.Float64, "max_loo_seed_shift": pl.Float64,
+    "loo_unstable": pl.Boolean,
 }
+"""``loo_unstable``: some leave-one-out shift exceeds half the CI width (fitting.md 5.1, step 6)."""
 
 LOO_SCHEMA = {"axis": pl.String, "model": pl.String, "left_out": pl.String, "left_out_value": pl.Float64,
               "alpha": pl.Float64, "delta_alpha": pl.Float64}
@@ -126,7 +129,8 @@ def fit_floor(x: np.ndarray, loss: np.ndarray, var_loss: np.ndarray, with_ci: bo
     return ExponentFit(alpha, alpha_lo, alpha_hi, E, A, rss, dof, r_squared)
 
 
-def _profile_crossing(profile: Callable[[float], float], grid_rss: np.ndarray, alpha: float, threshold: float, side: int) -> float:
+def _profile_crossing(profile: Callable[[float], float], grid_rss: np.ndarray, alpha: float, threshold: float,
+                      side: int) -> float:
     """Where the profile first rises above ``threshold`` walking from ``alpha`` (the bound if never)."""
     inside = ALPHA_GRID[::side][(ALPHA_GRID[::side] - alpha) * side > 0]
     rss = grid_rss[::side][(ALPHA_GRID[::side] - alpha) * side > 0]
@@ -145,7 +149,7 @@ def _local_slopes(x: np.ndarray, loss: np.ndarray, var_loss: np.ndarray) -> tupl
     return -np.diff(log_loss) / step, np.sqrt(var_log[1:] + var_log[:-1]) / step
 
 
-def _aicc(chi2: float, n_params: int, n_points: int, dispersion: float) -> float:
+def quasi_aicc(chi2: float, n_params: int, n_points: int, dispersion: float) -> float:
     """Quasi-AICc of a weighted fit with known variances (``-2 ln lik = chi2 / dispersion``)."""
     spare = n_points - n_params - 1
     if spare <= 0:
@@ -196,11 +200,11 @@ def _axis_rows(arrays: RunArrays, axis: str, n_failed: int) -> list[dict]:
         base |= {"x_min": float(x_all.min()), "x_max": float(x_all.max())}
     if n_points < MIN_POINTS["power"]:
         reason = f"{n_points} usable grid points; a fit needs at least {MIN_POINTS['power']}"
-        return [base | {"model": m, "status": "too_few_points", "reason": reason} for m in MODELS]
+        return [base | {"model": m, "status": "too_few_points", "reason": reason, "selected": False} for m in MODELS]
     x, loss, var_loss, fits = _sweep_fit(arrays, axis, with_ci=True)
     largest = fits["floor"] or fits["power"]
     dispersion = max(1.0, largest.chi2 / largest.dof)
-    aicc = {m: _aicc(f.chi2, 2 if m == "power" else 3, n_points, dispersion) for m, f in fits.items() if f}
+    aicc = {m: quasi_aicc(f.chi2, N_PARAMS[m], n_points, dispersion) for m, f in fits.items() if f}
     slopes, slope_se = _local_slopes(x, loss, var_loss)
     falling = np.polyfit(np.log(x[:-1] * x[1:]) / 2, slopes, 1, w=1 / slope_se)[0] < 0
     chosen = "floor" if ("floor" in aicc and aicc["power"] - aicc["floor"] > 2 and falling) else "power"
@@ -214,11 +218,13 @@ def _axis_rows(arrays: RunArrays, axis: str, n_failed: int) -> list[dict]:
             continue
         shifts = loo.filter(pl.col("model") == model).group_by("left_out").agg(pl.col("delta_alpha").abs().max())
         shift = dict(zip(shifts["left_out"], shifts["delta_alpha"], strict=True))
+        largest_shift = max(shift.values(), default=0.0)
         rows.append(base | {
             "model": model, "status": "ok", "alpha": fit.alpha, "alpha_lo": fit.alpha_lo, "alpha_hi": fit.alpha_hi,
             "E": fit.E, "A": fit.A, "dispersion": fit.chi2 / fit.dof, "r_squared": fit.r_squared,
             "aicc": aicc[model], "delta_aicc": aicc[model] - min(aicc.values()), "selected": model == chosen,
-            "max_loo_point_shift": shift.get("point"), "max_loo_seed_shift": shift.get("seed")})
+            "max_loo_point_shift": shift.get("point"), "max_loo_seed_shift": shift.get("seed"),
+            "loo_unstable": largest_shift > (fit.alpha_hi - fit.alpha_lo) / 2})
     return rows
 
 
@@ -255,7 +261,7 @@ def fit_axes_by(runs: pl.DataFrame, by: Sequence[str], axes: Sequence[str] = AXE
     frames = [fit_axes(group, axes, tier=tier, centre=centre).select(
         *(pl.lit(value).alias(column) for column, value in zip(by, key, strict=True)), pl.all())
         for key, group in runs.sort(by).group_by(by, maintain_order=True)]
-    return pl.concat(frames)
+    return pl.concat(frames, how="vertical_relaxed")
 
 
 def leave_one_out(runs: pl.DataFrame, axes: Sequence[str] = AXES, *, tier: str = "all",

@@ -32,7 +32,7 @@ import statsmodels.api as sm
 from scipy import optimize, special, stats
 from statsmodels.genmod.generalized_linear_model import GLMResults
 
-from axisrl.laws.axis import ALPHA_BOUNDS, LEVEL
+from axisrl.laws.axis import ALPHA_BOUNDS, LEVEL, quasi_aicc
 from axisrl.laws.data import AXES, check_one_setting, pool_points, usable_runs
 
 JointModel = Literal["additive", "nested"]
@@ -202,7 +202,7 @@ def fit_joint(runs: pl.DataFrame, axes: Sequence[str] = AXES, *, tier: str = "al
     for model, (problem, theta, rss) in fitted.items():
         k = n_params[model]
         law = problem.law(theta, problem.project(theta, everything)[1])
-        aicc = rss / dispersion + 2 * k + (2 * k * (k + 1) / (n_points - k - 1) if n_points - k - 1 > 0 else np.inf)
+        aicc = quasi_aicc(rss, k, n_points, dispersion)
         rows.append({"model": model, "objective": "wls", "status": "ok", "n_points": n_points, "n_params": k,
                      "E": law.E, "m_star": law.m_star, "k_star": law.k_star, "objective_value": rss,
                      "dispersion": rss / (n_points - k) if n_points > k else None, "aicc": aicc,

@@ -49,7 +49,8 @@ def _designs(grids: Mapping[str, Sequence[int]], centre: Mapping[str, int], widt
     return merged
 
 
-def simulate_study(law: Law | Callable[[pl.DataFrame], np.ndarray], *, grids: Mapping[str, Sequence[int]] = DEFAULT_GRIDS,
+def simulate_study(law: Law | Callable[[pl.DataFrame], np.ndarray], *,
+                   grids: Mapping[str, Sequence[int]] = DEFAULT_GRIDS,
                    centre: Mapping[str, int] = DEFAULT_CENTRE, width: int = 64,
                    interaction: Mapping[str, Sequence[int]] | None = None, seeds: Sequence[int] = (0, 1, 2),
                    n_tasks: int = 256, seed_sd: float = 0.0, seed: int = 0) -> SimulatedStudy:
@@ -66,7 +67,8 @@ def simulate_study(law: Law | Callable[[pl.DataFrame], np.ndarray], *, grids: Ma
              "domain": "simulated", **asdict(design), "seed": s}
             for point_key, (design, families) in designs.items() for s in seeds]
     runs = pl.DataFrame(rows)
-    loss = (predict_loss(law, runs) if isinstance(law, Law) else law(runs)) * np.exp(seed_sd * rng.standard_normal(runs.height))
+    loss = predict_loss(law, runs) if isinstance(law, Law) else law(runs)
+    loss = loss * np.exp(seed_sd * rng.standard_normal(runs.height))
     success = rng.random((runs.height, n_tasks)) < np.exp(-loss)[:, None]
     tier_of_task = np.array(TIERS[:3])[np.arange(n_tasks) % 3]
     columns = {}

@@ -17,7 +17,9 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import numpy as np
 import polars as pl
+from matplotlib.contour import ContourSet
 from matplotlib.lines import Line2D
+from matplotlib.ticker import LogFormatter
 
 from axisrl.report import style
 
@@ -25,6 +27,13 @@ AXIS_ORDER = ("d_env", "d_task", "d_traj")
 POINT_COLUMNS = ("axis", "x", "series", "loss", "loss_se")
 FIT_COLUMNS = ("axis", "series", "model", "status", "selected", "alpha", "alpha_lo", "alpha_hi",
                "E", "A", "x_min", "x_max")
+
+
+class _PlainLog(LogFormatter):
+    """Log-axis tick labels as plain numbers (0.6, 10), on the ticks matplotlib would label."""
+
+    def __call__(self, x: float, pos: int | None = None) -> str:
+        return f"{x:g}" if super().__call__(x, pos) else ""
 
 
 def _require(frame: pl.DataFrame, columns: tuple[str, ...], name: str) -> None:
@@ -64,6 +73,18 @@ def _cost_levels(cost: np.ndarray) -> np.ndarray:
     return levels[(levels > finite.min()) & (levels < finite.max())]
 
 
+def _label_spots(lines: ContourSet) -> list[tuple[float, float]]:
+    """Per contour level, the point of its line farthest from any cell centre (where values are
+    written), so contour labels do not cover the cell annotations."""
+    spots = []
+    for segments in lines.allsegs:
+        pts = [np.linspace(a, b, 12) for seg in segments for a, b in zip(seg[:-1], seg[1:])]
+        if pts:
+            pts = np.concatenate(pts)
+            spots.append(tuple(pts[np.argmax(np.hypot(*(pts - np.round(pts)).T))]))
+    return spots
+
+
 def figure2(points: pl.DataFrame, fits: pl.DataFrame, png: Path, pdf: Path) -> None:
     """Per-axis scaling laws: one log-log panel per axis, points mean +- SE, selected fit curves."""
     _require(points, POINT_COLUMNS, "points")
@@ -99,6 +120,9 @@ def figure2(points: pl.DataFrame, fits: pl.DataFrame, png: Path, pdf: Path) -> N
                             fmt="o", color=color[series], label=label)
             ax.set_xscale("log")
             ax.set_yscale("log")
+            for scale in (ax.xaxis, ax.yaxis):
+                scale.set_major_formatter(_PlainLog())
+                scale.set_minor_formatter(_PlainLog(labelOnlyBase=False))
             ax.set_xlabel(style.AXIS_LABELS.get(axis, axis))
             ax.legend(loc="best")
         panels[0][0].set_ylabel(style.LOSS_LABEL)
@@ -133,7 +157,7 @@ def figure3(grid: pl.DataFrame, png: Path, pdf: Path, *, value: str = "p", cost:
         if len(envs) > 1 and len(tasks) > 1 and levels.size:
             lines = ax.contour(np.ma.masked_invalid(c), levels=levels, colors="black",
                                linestyles="dashed", linewidths=1.0)
-            ax.clabel(lines, fmt=lambda v: f"{v:.3g}", fontsize=8)
+            ax.clabel(lines, fmt=lambda v: f"{v:.3g}", fontsize=8, manual=_label_spots(lines))
             ax.legend(handles=[Line2D([], [], color="black", linestyle="dashed", label=f"iso-{cost}")],
                       loc="lower left", bbox_to_anchor=(0, 1), fontsize=8)
         ax.set_xticks(range(len(envs)), [f"{v:g}" for v in envs])
