@@ -11,6 +11,7 @@ include: "workflow/rules/common.smk"
 include: "workflow/rules/synthesize.smk"
 include: "workflow/rules/dedup.smk"
 include: "workflow/rules/study.smk"
+include: "workflow/rules/laws.smk"
 include: "workflow/rules/catalog.smk"
 include: "workflow/rules/report.smk"
 
@@ -20,4 +21,7 @@ rule all:
     input:
         rules.collect.output,
         rules.table9.output,
+        [f"{RESULTS}/tables/{name}.md" for name in LAW_TABLES],
+        rules.fig2.output,
+        rules.fig3.output,
         rules.catalog.output,

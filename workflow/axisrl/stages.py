@@ -223,6 +223,7 @@ def train(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, str
                                        design)
     backend = TrainSettings.from_dict(backend_settings(settings["train"], design))
     horizon = float(np.mean([json.loads(spec)["max_steps"] for spec in envs["spec"]]))
+    effective = effective_d_task(tasks, envs)
     metrics, runs = [], []
     for seed, run, checkpoint in zip(settings["seeds"], settings["run_keys"], outputs["checkpoints"]):
         log.info("train %s seed %d: %d envs, %d tasks", run, seed, envs.height, tasks.height)
@@ -232,10 +233,26 @@ def train(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, str
         metrics += [{"run_key": run, "seed": seed, **row} for row in result.metrics]
         runs.append({"run_key": run, "seed": seed, "status": result.status, "param_hash": result.param_hash,
                      "train_success": float(np.mean([row["success_mean"] for row in tail])) if tail else None,
-                     **result.compute, **cost_drivers(result.compute, result.timings, horizon)})
+                     **result.compute, **cost_drivers(result.compute, result.timings, horizon), **effective})
         save_checkpoint(result, checkpoint)
     write_artifact(pl.DataFrame(metrics, infer_schema_length=None), outputs["metrics"], spec)
     write_artifact(pl.DataFrame(runs, infer_schema_length=None), outputs["runs"], spec)
+
+
+def effective_d_task(tasks: pl.DataFrame, envs: pl.DataFrame) -> dict[str, int]:
+    """How many of a run's training tasks are distinct under each dedup rule (Tables 14-15):
+    ``d_task_raw``; ``d_task_skill`` and ``d_task_verifier``, distinct (environment identity,
+    signature) pairs among them; ``d_task_emb_<theta>``, those the pool-level embedding rule at
+    ``theta`` keeps (a task it drops has an earlier near-duplicate in the pool, which the run may
+    or may not hold: an approximation from above of the duplicates within the run)."""
+    keyed = tasks.join(envs.select("env_id", "env_s1"), on="env_id", how="left")
+    counts = {"d_task_raw": tasks.height,
+              "d_task_skill": keyed.select("env_s1", "skill_sig").n_unique(),
+              "d_task_verifier": keyed.select("env_s1", "verifier_sig").n_unique()}
+    for column in tasks.columns:
+        if column.startswith("keep_emb_"):
+            counts[column.replace("keep_emb_", "d_task_emb_")] = int(tasks[column].sum())
+    return counts
 
 
 def cost_drivers(compute: Mapping[str, float], timings: Mapping[str, float], horizon: float
@@ -292,7 +309,8 @@ def success_by_tier(episodes: pl.DataFrame) -> pl.DataFrame:
 
 def collect(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, str],
             outputs: Mapping[str, str]) -> None:
-    """One row per run: design, held-out success per tier, train success, compute and status."""
+    """One row per run (design, held-out success per tier, train success, compute, cost drivers,
+    status), and every held-out episode's success (the task-level bootstrap reads it)."""
     planned = read_artifact(inputs["plan"], "plan")
     trained = pl.concat([read_artifact(p, "train") for p in inputs["train_runs"]], how="diagonal_relaxed")
     episodes = pl.concat([read_artifact(p, "evaluate") for p in inputs["episodes"]], how="diagonal_relaxed")
@@ -301,7 +319,42 @@ def collect(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, s
              .join(success_by_tier(episodes), on="run_key", how="left")
              .join(steps, on="run_key", how="left"))
     write_artifact(frame, outputs["runs"], spec)
+    write_artifact(episodes.select("run_key", "seed", "task_id", "tier", "success"), outputs["episodes"], spec)
     log.info("collect: %d runs, %d failed", frame.height, int((frame["status"] != "ok").sum()))
+
+
+def laws(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, str], outputs: Mapping[str, str]) -> None:
+    """Every scaling-law analysis of the collected study; an analysis the study has no runs for
+    writes one row saying so."""
+    from axisrl.laws.study import LawSettings, analyse
+
+    frames = analyse(read_artifact(inputs["runs"], "collect"), read_artifact(inputs["episodes"], "collect"),
+                     LawSettings(**settings))
+    for name, path in outputs.items():
+        frame = frames.get(name)
+        if frame is None:
+            frame = pl.DataFrame({"status": ["not_run"], "reason": [f"the study has no runs that {name} reads"]})
+        write_artifact(frame, path, spec)
+    for warning in frames["warnings"]["warning"]:
+        log.warning("%s", warning)
+
+
+def figure(spec: StageSpec | None, settings: Mapping[str, Any], inputs: Mapping[str, str],
+           outputs: Mapping[str, str]) -> None:
+    """One figure of the paper as PNG and PDF."""
+    from axisrl.report import figures
+
+    if settings["figure"] == "fig2":
+        figures.figure2(read_artifact(inputs["points"], "laws"), read_artifact(inputs["axis_fits"], "laws"),
+                        outputs["png"], outputs["pdf"])
+    else:
+        grid = figures.interaction_grid(read_artifact(inputs["runs"], "collect"), settings["tier"],
+                                        settings["cost_per_env"], settings["cost_per_task"])
+        if grid.height:
+            figures.figure3(grid, outputs["png"], outputs["pdf"])
+        else:
+            figures.placeholder("Figure 3: this study has no interaction-family runs "
+                                "(study.families.interaction)", outputs["png"], outputs["pdf"])
 
 
 def table(spec: StageSpec | None, settings: Mapping[str, Any], inputs: Mapping[str, str],
@@ -309,6 +362,7 @@ def table(spec: StageSpec | None, settings: Mapping[str, Any], inputs: Mapping[s
     """One named table of the paper from the collected runs, as Markdown and CSV."""
     from axisrl.report.tables import TABLES, write_table
 
-    frame = TABLES[settings["table"]](read_artifact(inputs["runs"], "collect"))
+    (source,) = inputs.values()
+    frame = TABLES[settings["table"]](read_artifact(source))
     write_table(frame, outputs["markdown"], outputs["csv"], settings["title"])
     log.info("%s: %d rows", settings["table"], frame.height)

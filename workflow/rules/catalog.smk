@@ -6,6 +6,7 @@ rule catalog:
     input:
         rules.dedup.output,
         rules.collect.output,
+        rules.laws.output,
     output:
         catalog=f"{RESULTS}/catalog.parquet",
     log:

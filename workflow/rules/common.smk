@@ -10,6 +10,7 @@ from axisrl.config import (
     validate_config,
 )
 from axisrl.plan import study_jobs
+from axisrl.targets import LAW_FRAMES, LAW_TABLES, TABLE9_TITLE
 
 RESULTS = "results"
 SCHEMA = load_yaml(f"{workflow.basedir}/config/schema.yaml")
@@ -26,10 +27,21 @@ except ConfigError as error:
 PLAN_RUNS = f"{RESULTS}/plan/{PLAN_SPEC.key}/runs.parquet"
 """Rules that fan in over thousands of jobs name their inputs by path, not by ``rules.x.output``:
 Snakemake hashes every input list once per rule-reference it holds, which is quadratic at 5,000 runs."""
+COLLECT_DIR = f"{RESULTS}/collect/{COLLECT_SPEC.key}"
+LAWS_SPEC = StageSpec(
+    "laws", hashed_part(CONFIG, SCHEMA)["laws"], {"collect": COLLECT_SPEC.key}
+)
+LAWS_DIR = f"{RESULTS}/laws/{LAWS_SPEC.key}"
 TRAIN = {point.train.key: point for point in POINTS.values()}
 EVALUATE = {point.evaluate.key: point for point in POINTS.values()}
 CATALOG_SPEC = StageSpec(
-    "catalog", {}, {"collect": COLLECT_SPEC.key, **{s: v.key for s, v in SPECS.items()}}
+    "catalog",
+    {},
+    {
+        "collect": COLLECT_SPEC.key,
+        "laws": LAWS_SPEC.key,
+        **{s: v.key for s, v in SPECS.items()},
+    },
 )
 
 

@@ -66,7 +66,8 @@ rule collect:
         train_runs=all_train_runs(),
         episodes=all_episodes(),
     output:
-        runs=f"{RESULTS}/collect/{COLLECT_SPEC.key}/runs.parquet",
+        runs=f"{COLLECT_DIR}/runs.parquet",
+        episodes=f"{COLLECT_DIR}/episodes.parquet",
     log:
         f"{RESULTS}/logs/collect/{COLLECT_SPEC.key}.log",
     conda:

@@ -347,6 +347,8 @@ def axis_ordering(replicates: pl.DataFrame, model: str = "power", level: float =
     rows = []
     for a, b in itertools.combinations([c for c in wide.columns if c != "replicate"], 2):
         diff = (wide[a] - wide[b]).to_numpy()
+        if not len(diff):  # an axis without a fit in any replicate: nothing to order
+            continue
         rows.append({"axis_a": a, "axis_b": b, "model": model,
                      "alpha_diff_lo": float(np.quantile(diff, tail)),
                      "alpha_diff_hi": float(np.quantile(diff, 1 - tail)),

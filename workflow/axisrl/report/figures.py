@@ -166,3 +166,25 @@ def figure3(grid: pl.DataFrame, png: Path, pdf: Path, *, value: str = "p", cost:
         ax.set_ylabel(style.AXIS_LABELS["d_task"])
         fig.colorbar(image, ax=ax, label=style.SUCCESS_LABEL)
     style.save(fig, png, pdf)
+
+
+def interaction_grid(runs: pl.DataFrame, tier: str, cost_per_env: float, cost_per_task: float) -> pl.DataFrame:
+    """Figure 3's cells from collected runs: the interaction family's (d_env, d_task) designs with
+    seed-pooled held-out success ``p`` on ``tier``, its binomial SE, and the data cost
+    ``cost_per_env * d_env + cost_per_task * d_task``. Failed runs are left out."""
+    cells = runs.filter(pl.col("families").list.contains("interaction"), pl.col("status") == "ok")
+    successes = (pl.col(f"p_{tier}") * pl.col(f"n_{tier}")).round()
+    grid = cells.group_by("d_env", "d_task").agg(successes=successes.sum(), trials=pl.col(f"n_{tier}").sum())
+    return grid.with_columns(p=pl.col("successes") / pl.col("trials")).with_columns(
+        se=(pl.col("p") * (1 - pl.col("p")) / pl.col("trials")).sqrt(),
+        cost=cost_per_env * pl.col("d_env") + cost_per_task * pl.col("d_task"),
+    ).sort("d_env", "d_task")
+
+
+def placeholder(message: str, png: Path, pdf: Path) -> None:
+    """A figure target whose study has no runs to draw: an empty panel that says why."""
+    with style.figure_style():
+        fig, ax = plt.subplots(figsize=(6, 2))
+        ax.axis("off")
+        ax.text(0.5, 0.5, message, ha="center", va="center", wrap=True)
+    style.save(fig, png, pdf)

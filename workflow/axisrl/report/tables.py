@@ -11,6 +11,8 @@ from pathlib import Path
 
 import polars as pl
 
+from axisrl.targets import LAW_TABLES
+
 
 def _sweep(runs: pl.DataFrame, axis: str, family: str = "axis_sweeps") -> pl.DataFrame:
     """The runs of one one-axis sweep (its points and their seeds), failed runs included."""
@@ -36,8 +38,13 @@ def table9(runs: pl.DataFrame) -> pl.DataFrame:
     return table.with_columns(flops_normalized=pl.col("flops") / pl.col("flops").mean()).drop("flops")
 
 
-TABLES = {"table9": table9}
-"""Target name -> builder; every entry has a rule of the same name."""
+def readable(frame: pl.DataFrame) -> pl.DataFrame:
+    """A ``laws`` result as a table: columns that are null throughout are dropped."""
+    return frame.select(column for column in frame.columns if frame[column].null_count() < frame.height)
+
+
+TABLES = {"table9": table9, **dict.fromkeys(LAW_TABLES, readable)}
+"""Target name -> builder from its source frame; every entry has a rule of the same name."""
 
 
 def write_table(frame: pl.DataFrame, markdown: str | Path, csv: str | Path, title: str) -> None:

@@ -1,0 +1,138 @@
+"""Every analysis of one collected study, as named frames: what the ``laws`` stage and
+``axisrl fit`` write. Each analysis picks its runs by experiment family (``families`` column);
+runs without that column are treated as one set of axis sweeps, so a user's own runs table
+(design columns + successes/trials) gets the per-axis and joint fits.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+import polars as pl
+
+from axisrl.laws.axis import (axis_ordering, bootstrap_alphas, bootstrap_intervals, fit_axes, fit_axes_by,
+                              leave_one_out, local_slopes)
+from axisrl.laws.data import AXES, axis_sweep, infer_centre, pool_points, usable_runs
+from axisrl.laws.joint import fit_joint, interaction_pretest
+from axisrl.laws.tables import (budget_convention_table, calibration_table, held_axis_table, in_families,
+                                pool_construction_table, subset_fit_table, task_dedup_table,
+                                worlds_variants_table)
+
+
+@dataclass(frozen=True)
+class LawSettings:
+    """``tier``: the held-out tier every fit reads (T2, unseen worlds, is the headline);
+    ``n_boot``: two-stage bootstrap resamples; ``subset_points``: Table 11 compares fits on the
+    first this-many grid points of each axis with fits on all of them."""
+
+    tier: str = "T2"
+    n_boot: int = 2000
+    seed: int = 0
+    calibration_tolerance: float = 0.01
+    subset_points: int = 4
+
+
+def _present(runs: pl.DataFrame, *families: str) -> bool:
+    return "families" in runs.columns and in_families(runs, *families).height > 0
+
+
+def _sweep_points(runs: pl.DataFrame, tier: str, series: str, axes: Sequence[str]) -> pl.DataFrame:
+    """Seed-pooled points of each axis sweep (axis, x, series, loss, loss_se, p, n_runs)."""
+    ok, _ = usable_runs(runs, tier)
+    centre = infer_centre(ok)
+    frames = []
+    for axis in axes:
+        sweep = axis_sweep(ok, axis, centre)
+        if sweep.height:
+            pooled = pool_points(sweep, [axis], tier)
+            frames.append(pooled.select(pl.lit(axis).alias("axis"), pl.col(axis).cast(pl.Float64).alias("x"),
+                                        pl.lit(series).alias("series"), "p", "loss", "loss_se",
+                                        pl.col("n_seeds").alias("n_runs")))
+    return pl.concat(frames) if frames else pl.DataFrame()
+
+
+def _effective_d_task(runs: pl.DataFrame) -> pl.DataFrame:
+    """(run_key, rule, d_task_effective) from the train stage's ``d_task_<rule>`` columns."""
+    columns = [c for c in runs.columns if c.startswith("d_task_")]
+    return (runs.select("run_key", *columns)
+            .unpivot(index="run_key", variable_name="rule", value_name="d_task_effective")
+            .with_columns(pl.col("rule").str.strip_prefix("d_task_")).drop_nulls())
+
+
+def analyse(runs: pl.DataFrame, episodes: pl.DataFrame | None = None,
+            settings: LawSettings = LawSettings()) -> dict[str, pl.DataFrame]:
+    """The named result frames of a study; an analysis whose runs the study does not have is left out.
+
+    Per-axis fits, points, slopes, leave-one-out and the bootstrap read the axis sweeps at the
+    study's main settings (model size, algorithm, budget...); the tables read their own families.
+    """
+    tier = settings.tier
+    main = in_families(runs, "axis_sweeps")
+    out: dict[str, pl.DataFrame] = {}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        series = _model_size_series(runs, main)
+        out["axis_fits"] = pl.concat([fit_axes(group, axes, tier=tier).select(pl.lit(name).alias("series"), pl.all())
+                                      for name, (group, axes) in series.items()])
+        out["points"] = pl.concat([_sweep_points(group, tier, name, axes) for name, (group, axes) in series.items()],
+                                  how="diagonal_relaxed")
+        out["local_slopes"] = local_slopes(main, tier=tier)
+        out["loo"] = leave_one_out(main, tier=tier)
+        replicates = bootstrap_alphas(main, n_boot=settings.n_boot, seed=settings.seed, tier=tier,
+                                      episodes=episodes)
+        out["bootstrap"] = bootstrap_intervals(replicates)
+        out["ordering"] = axis_ordering(replicates)
+        joint_runs = in_families(runs, "axis_sweeps", "interaction", "calibration")
+        out["joint"] = fit_joint(joint_runs, tier=tier)
+        if _present(runs, "interaction"):
+            out["interaction"] = interaction_pretest(in_families(runs, "interaction"), tier=tier)
+        tables: dict[str, tuple[tuple[str, ...], Callable[[], pl.DataFrame]]] = {
+            "table2": (("model_sizes", "algorithms", "reward_density"), lambda: fit_axes_by(
+                in_families(runs, "axis_sweeps", "model_sizes", "algorithms", "reward_density"),
+                ["width", "algo", "reward_density"], tier=tier)),
+            "table4": (("calibration",), lambda: calibration_table(
+                runs, tolerance=settings.calibration_tolerance, tier=tier)),
+            "table5": (("held_axis",), lambda: held_axis_table(runs, tier=tier)),
+            "table7": (("pool",), lambda: pool_construction_table(runs, tier=tier)),
+            "table8": (("worlds_variants",), lambda: worlds_variants_table(
+                runs, tier=tier, n_boot=settings.n_boot, seed=settings.seed, episodes=episodes)),
+            "table10": (("budget",), lambda: budget_convention_table(runs, tier=tier)),
+            "table11": (("axis_sweeps",), lambda: subset_fit_table(
+                main, _first_points(main, settings.subset_points), tier=tier)),
+            "table12": (("axis_sweeps",), lambda: out["local_slopes"]),
+            "table14": (("axis_sweeps",), lambda: _dedup_rules(main, tier, embedding=True)),
+            "table15": (("axis_sweeps",), lambda: _dedup_rules(main, tier, embedding=False)),
+        }
+        for name, (families, build) in tables.items():
+            if "families" not in runs.columns or _present(runs, *families):
+                out[name] = build()
+    out["warnings"] = pl.DataFrame({"warning": sorted({str(w.message) for w in caught})}, schema={"warning": pl.String})
+    return {name: frame for name, frame in out.items() if frame is not None}
+
+
+def _model_size_series(runs: pl.DataFrame, main: pl.DataFrame) -> dict[str, tuple[pl.DataFrame, list[str]]]:
+    """Figure 2's series: ``"N=<width>"`` -> (its runs, the axes they sweep). The main axis sweeps
+    first, then each other width of the model-size family."""
+    width = main["width"][0] if "width" in main.columns and main.height else None
+    series = {f"N={width}" if width is not None else "main": (main, list(AXES))}
+    if _present(runs, "model_sizes"):
+        sized = in_families(runs, "model_sizes")
+        for (other,), group in sized.filter(pl.col("width") != width).group_by("width", maintain_order=True):
+            series[f"N={other}"] = (group, [axis for axis in AXES if group[axis].n_unique() > 1])
+    return series
+
+
+def _first_points(runs: pl.DataFrame, n: int) -> Mapping[str, list[int]]:
+    """Per axis, its ``n`` smallest swept values: the narrower grid Table 11 compares with the full one."""
+    return {axis: sorted(runs[axis].unique().to_list())[:n] for axis in AXES}
+
+
+def _dedup_rules(runs: pl.DataFrame, tier: str, embedding: bool) -> pl.DataFrame | None:
+    """Table 14 (embedding thresholds) or 15 (signature rules): the task exponent re-read with
+    ``d_task`` the effective number of distinct tasks under each rule."""
+    if "run_key" not in runs.columns or not any(c.startswith("d_task_") for c in runs.columns):
+        return None
+    effective = _effective_d_task(runs).filter(pl.col("rule").str.starts_with("emb_") == embedding)
+    return task_dedup_table(runs, effective, tier=tier) if effective.height else None
