@@ -35,6 +35,7 @@ class LawSettings:
 
 
 def _present(runs: pl.DataFrame, *families: str) -> bool:
+    """Whether the runs hold any run of these families (a runs table without families holds none)."""
     return "families" in runs.columns and in_families(runs, *families).height > 0
 
 
@@ -106,7 +107,7 @@ def analyse(runs: pl.DataFrame, episodes: pl.DataFrame | None = None,
             "table15": (("axis_sweeps",), lambda: _dedup_rules(main, tier, embedding=False)),
         }
         for name, (families, build) in tables.items():
-            if "families" not in runs.columns or _present(runs, *families):
+            if _present(runs, *families) or ("families" not in runs.columns and families == ("axis_sweeps",)):
                 out[name] = build()
     out["warnings"] = pl.DataFrame({"warning": sorted({str(w.message) for w in caught})}, schema={"warning": pl.String})
     return {name: frame for name, frame in out.items() if frame is not None}
