@@ -206,3 +206,28 @@ def test_killed_study_resumes_without_retraining_finished_runs(tmp_path):
     assert all(path.stat().st_mtime_ns == mtime for path, mtime in finished.items())
     (collect_dir,) = (workdir / "results" / "collect").iterdir()
     assert pl.read_parquet(collect_dir / "runs.parquet")["status"].eq("ok").all()
+
+
+@pytest.mark.slow
+def test_laws_tables_and_figures_of_the_smoke_study(smoke_run):
+    """Every laws frame, table and figure is written; analyses the smoke study cannot do say so."""
+    from axisrl.targets import LAW_FRAMES, LAW_TABLES
+
+    (laws_dir,) = (smoke_run / "results" / "laws").iterdir()
+    assert {p.stem for p in laws_dir.iterdir()} == set(LAW_FRAMES)
+    fits = pl.read_parquet(laws_dir / "axis_fits.parquet")
+    assert (fits["status"] == "too_few_points").all()  # the smoke grids have 2 points per axis
+    assert fits["reason"].str.contains("a fit needs at least 3").all()
+    assert pl.read_parquet(laws_dir / "table8.parquet")["status"].to_list() == ["not_run"]
+    for name in (*LAW_TABLES, "table9"):
+        assert (smoke_run / "results" / "tables" / f"{name}.md").read_text().startswith("# Table")
+    for name in ("fig2", "fig3"):
+        png = smoke_run / "results" / "figures" / f"{name}.png"
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and (png.with_suffix(".pdf")).stat().st_size > 0
+
+
+@pytest.mark.slow
+def test_a_fit_option_reruns_the_analysis_only(smoke_run):
+    planned = snakemake(smoke_run, "-n", "--cores", "1", *SMOKE, "--config", "laws={n_boot: 100}")
+    jobs = {line.split()[0] for line in planned.stdout.split("Job stats:")[1].splitlines()[2:] if line.strip()}
+    assert "laws" in jobs and not jobs & {"train", "evaluate", "collect", "synthesize", "dedup"}
