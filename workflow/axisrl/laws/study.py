@@ -88,7 +88,8 @@ def analyse(runs: pl.DataFrame, episodes: pl.DataFrame | None = None,
         joint_runs = in_families(runs, "axis_sweeps", "interaction", "calibration")
         out["joint"] = fit_joint(joint_runs, tier=tier)
         if _present(runs, "interaction"):
-            out["interaction"] = interaction_pretest(in_families(runs, "interaction"), tier=tier)
+            grid = in_families(runs, "interaction")
+            out["interaction"] = interaction_pretest(grid, [a for a in AXES if grid[a].n_unique() > 1], tier=tier)
         tables: dict[str, tuple[tuple[str, ...], Callable[[], pl.DataFrame]]] = {
             "table2": (("model_sizes", "algorithms", "reward_density"), lambda: fit_axes_by(
                 in_families(runs, "axis_sweeps", "model_sizes", "algorithms", "reward_density"),
