@@ -137,4 +137,9 @@ def _dedup_rules(runs: pl.DataFrame, tier: str, embedding: bool) -> pl.DataFrame
     if "run_key" not in runs.columns or not any(c.startswith("d_task_") for c in runs.columns):
         return None
     effective = _effective_d_task(runs).filter(pl.col("rule").str.starts_with("emb_") == embedding)
-    return task_dedup_table(runs, effective, tier=tier) if effective.height else None
+    if not effective.height:
+        return None
+    try:
+        return task_dedup_table(runs, effective, tier=tier)
+    except ValueError as exc:  # e.g. runs trained before effective counts were recorded
+        return pl.DataFrame({"status": ["not_run"], "reason": [str(exc)]})
