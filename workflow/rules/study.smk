@@ -25,6 +25,8 @@ rule train:
         ),
     log:
         f"{RESULTS}/logs/train/{{train_key}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/train/{{train_key}}.tsv"
     conda:
         "../../envs/core.yaml"
     threads: 1
@@ -47,6 +49,8 @@ rule evaluate:
         episodes=f"{RESULTS}/evaluate/{{eval_key}}/episodes.parquet",
     log:
         f"{RESULTS}/logs/evaluate/{{eval_key}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/evaluate/{{eval_key}}.tsv"
     conda:
         "../../envs/core.yaml"
     threads: 1
