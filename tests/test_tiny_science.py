@@ -10,8 +10,8 @@ d_env=1 0.12-0.23 (mean 0.18) vs d_env=32 0.16-0.39 (0.32), yet another 2-seed d
 vs 0.20); at 100 updates (4 seeds) d_env=1 0.11-0.37 (0.20) vs d_env=32 0.25-0.34 (0.30). Runs
 are bimodal (learning takes off or not), so two seeds decide by about one seed's noise: the last
 run of this file before group rollouts shared one anonymisation gave d_env=1 0.20/0.45 vs
-d_env=32 0.24/0.44; after: 0.305/0.219 vs 0.211/0.422, and the leak 0.297/0.266. The leak moved d_env=1 from 0.18
-to 0.30 at 60 updates (4 seeds) but from 0.33 to 0.19 at 100 updates (2 seeds), and d_env=32 from
+d_env=32 0.24/0.44; after: 0.305/0.219 vs 0.211/0.422, and the leak 0.297/0.266. The leak moved
+d_env=1 from 0.18 to 0.30 at 60 updates (4 seeds) but from 0.33 to 0.19 at 100 updates (2 seeds), and d_env=32 from
 0.32 to 0.34: noise, since the descriptor's (access, return kind, semantics) already names the
 primitive; that check is expected to fail. With a dense reward (partial credit) the d_env
 ordering reversed at 60 updates (0.27 vs 0.13; the 32-env runs also learned their own tasks worse).
