@@ -176,6 +176,9 @@ def choose(log_probs: np.ndarray, starts: np.ndarray, counts: np.ndarray, unifor
 
 @dataclass
 class RolloutStats:
+    """What one ``rollout`` call did (env steps, decisions), computed (scored decisions, FLOPs)
+    and cost in wall time (env calls, verifications, policy forwards)."""
+
     env_steps: int = 0
     """One per rollout per step taken, shared or not: what the agents did."""
     decisions: int = 0
