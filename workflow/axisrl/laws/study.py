@@ -107,6 +107,8 @@ def analyse(runs: pl.DataFrame, episodes: pl.DataFrame | None = None,
             "table14": (("axis_sweeps",), lambda: _dedup_rules(main, tier, embedding=True)),
             "table15": (("axis_sweeps",), lambda: _dedup_rules(main, tier, embedding=False)),
         }
+        if "domain" in main.columns and main["domain"].n_unique() > 1:  # Table 13 needs a second domain
+            out["table13"] = fit_axes_by(main, ["domain"], tier=tier)
         for name, (families, build) in tables.items():
             if _present(runs, *families) or ("families" not in runs.columns and families == ("axis_sweeps",)):
                 out[name] = build()
