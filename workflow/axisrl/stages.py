@@ -223,7 +223,7 @@ def train(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, str
                                        design)
     backend = TrainSettings.from_dict(backend_settings(settings["train"], design))
     horizon = float(np.mean([json.loads(spec)["max_steps"] for spec in envs["spec"]]))
-    effective = effective_d_task(tasks, envs)
+    effective = effective_d_task(tasks)
     metrics, runs = [], []
     for seed, run, checkpoint in zip(settings["seeds"], settings["run_keys"], outputs["checkpoints"]):
         log.info("train %s seed %d: %d envs, %d tasks", run, seed, envs.height, tasks.height)
@@ -239,16 +239,15 @@ def train(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, str
     write_artifact(pl.DataFrame(runs, infer_schema_length=None), outputs["runs"], spec)
 
 
-def effective_d_task(tasks: pl.DataFrame, envs: pl.DataFrame) -> dict[str, int]:
+def effective_d_task(tasks: pl.DataFrame) -> dict[str, int]:
     """How many of a run's training tasks are distinct under each dedup rule (Tables 14-15):
     ``d_task_raw``; ``d_task_skill`` and ``d_task_verifier``, distinct (environment identity,
     signature) pairs among them; ``d_task_emb_<theta>``, those the pool-level embedding rule at
     ``theta`` keeps (a task it drops has an earlier near-duplicate in the pool, which the run may
     or may not hold: an approximation from above of the duplicates within the run)."""
-    keyed = tasks.join(envs.select("env_id", "env_s1"), on="env_id", how="left")
     counts = {"d_task_raw": tasks.height,
-              "d_task_skill": keyed.select("env_s1", "skill_sig").n_unique(),
-              "d_task_verifier": keyed.select("env_s1", "verifier_sig").n_unique()}
+              "d_task_skill": tasks.select("env_s1", "skill_sig").n_unique(),
+              "d_task_verifier": tasks.select("env_s1", "verifier_sig").n_unique()}
     for column in tasks.columns:
         if column.startswith("keep_emb_"):
             counts[column.replace("keep_emb_", "d_task_emb_")] = int(tasks[column].sum())

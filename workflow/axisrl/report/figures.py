@@ -21,6 +21,7 @@ from matplotlib.contour import ContourSet
 from matplotlib.lines import Line2D
 from matplotlib.ticker import LogFormatter
 
+from axisrl.laws.data import pool_points
 from axisrl.report import style
 
 AXIS_ORDER = ("d_env", "d_task", "d_traj")
@@ -172,10 +173,13 @@ def interaction_grid(runs: pl.DataFrame, tier: str, cost_per_env: float, cost_pe
     """Figure 3's cells from collected runs: the interaction family's (d_env, d_task) designs with
     seed-pooled held-out success ``p`` on ``tier``, its binomial SE, and the data cost
     ``cost_per_env * d_env + cost_per_task * d_task``. Failed runs are left out."""
-    cells = runs.filter(pl.col("families").list.contains("interaction"), pl.col("status") == "ok")
-    successes = (pl.col(f"p_{tier}") * pl.col(f"n_{tier}")).round()
-    grid = cells.group_by("d_env", "d_task").agg(successes=successes.sum(), trials=pl.col(f"n_{tier}").sum())
-    return grid.with_columns(p=pl.col("successes") / pl.col("trials")).with_columns(
+    cells = runs.filter(pl.col("families").list.contains("interaction"))
+    if not cells.height:
+        return pl.DataFrame(schema={"d_env": pl.Int64, "d_task": pl.Int64, "p": pl.Float64, "se": pl.Float64,
+                                    "cost": pl.Float64})
+    grid = pool_points(cells, ["d_env", "d_task"], tier)
+    return grid.select(
+        "d_env", "d_task", "p",
         se=(pl.col("p") * (1 - pl.col("p")) / pl.col("trials")).sqrt(),
         cost=cost_per_env * pl.col("d_env") + cost_per_task * pl.col("d_task"),
     ).sort("d_env", "d_task")
