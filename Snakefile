@@ -12,6 +12,7 @@ include: "workflow/rules/synthesize.smk"
 include: "workflow/rules/dedup.smk"
 include: "workflow/rules/study.smk"
 include: "workflow/rules/laws.smk"
+include: "workflow/rules/pricing.smk"
 include: "workflow/rules/catalog.smk"
 include: "workflow/rules/report.smk"
 
@@ -21,7 +22,8 @@ rule all:
     input:
         rules.collect.output,
         rules.table9.output,
-        [f"{RESULTS}/tables/{name}.md" for name in LAW_TABLES],
+        [f"{RESULTS}/tables/{name}.md" for name in {**LAW_TABLES, **PRICING_TABLES}],
         rules.fig2.output,
         rules.fig3.output,
+        rules.fig4.output,
         rules.catalog.output,

@@ -58,7 +58,7 @@ overlay = yaml.safe_load(open('big.yaml'))
 config['study'] = {**config.get('study', {}), **overlay['study']}
 config['synthesize'] = {**config['synthesize'], **overlay['synthesize']}
 cfg = validate_config(config, schema)
-_, rows, points, _ = study_jobs(cfg, hashed_part(cfg, schema), 'dedupkey0000')
+_, rows, points, _ = study_jobs(cfg, hashed_part(cfg, schema), 'dedupkey0000', 'sourceskey00')
 print(f'plan: {len(rows)} runs over {len(points)} grid points')
 """
 

@@ -36,7 +36,7 @@ def simulated_study(seed: int = 0) -> tuple[pl.DataFrame, pl.DataFrame]:
     ``L = 0.2 + sum_i x_i^-alpha_i`` (width, algorithm and the other settings change nothing)."""
     schema = load_yaml(ROOT / "config" / "schema.yaml")
     config = load_config(ROOT / "config" / "config.yaml", schema_path=ROOT / "config" / "schema.yaml")
-    _, rows, _, _ = study_jobs(config, hashed_part(config, schema), "benchmark000")
+    _, rows, _, _ = study_jobs(config, hashed_part(config, schema), "benchmark000", "benchmark001")
     runs = pl.DataFrame(rows, schema_overrides={"worlds": pl.Int64})
     loss = 0.2 + sum(runs[axis].to_numpy().astype(float) ** -alpha for axis, alpha in ALPHA.items())
     rng = np.random.default_rng(seed)

@@ -16,7 +16,7 @@ def config(schema) -> dict:
 
 
 def jobs(config, schema):
-    return study_jobs(config, hashed_part(config, schema), "dedupkey0000")
+    return study_jobs(config, hashed_part(config, schema), "dedupkey0000", "sourceskey00")
 
 
 def test_axis_sweeps_share_the_centre_and_the_plan_is_deterministic(config, schema):
@@ -25,7 +25,8 @@ def test_axis_sweeps_share_the_centre_and_the_plan_is_deterministic(config, sche
     centres = [p for p in designs.values()
                if all(getattr(p.design, axis) == centre[axis] for axis in AXES) and p.design.budget == "fixed_updates"
                and p.design.width == config["study"]["width"] and p.design.algo == "grpo"
-               and p.design.env_level == "s1" and p.design.reward_density == "sparse" and p.design.worlds is None]
+               and p.design.env_level == "s1" and p.design.reward_density == "sparse" and p.design.worlds is None
+               and p.design.source == "real"]
     assert len(centres) == 1 and "axis_sweeps" in centres[0].families
     assert {f"axis_sweeps:{axis}" for axis in AXES} <= set(centres[0].sweeps)
     sweep = [p for p in designs.values() if "axis_sweeps" in p.families]
@@ -79,7 +80,8 @@ TASKS = pl.DataFrame({
     "env_id": [f"e{i % 6}" for i in range(30)],
     "keep": [i != 7 for i in range(30)],
 })
-DESIGN = {"d_env": 2, "d_task": 6, "env_level": "s1", "worlds": None}
+DESIGN = {"d_env": 2, "d_task": 6, "d_traj": 2, "width": 8, "algo": "grpo", "reward_density": "sparse",
+          "env_level": "s1", "worlds": None}
 
 
 def test_selection_is_nested_and_spread_over_environments():
@@ -135,3 +137,79 @@ def test_an_option_a_design_does_not_read_never_retrains_it(config, schema):
     for key, point in points.items():
         reads = point.design.budget == "token_cap" or point.design.algo == "ppo"
         assert (point.train.key != moved[key].train.key) == reads, point.design
+
+
+def test_mixtures_price_every_method_with_interpolating_real_baselines(config, schema):
+    from axisrl.plan import pricing_points
+    from axisrl.synthesis import METHODS
+
+    mixtures = config["study"]["families"]["mixtures"]
+    points = list(pricing_points(config["study"]))
+    for method in mixtures["methods"]:
+        axis = METHODS[method].axis
+        mine = [p for p in points if p.source == method]
+        amounts = sorted({p.real_amount for p in mine})
+        assert len(amounts) == (2 if method in mixtures["second_amount"]["methods"] else 1)
+        for amount in amounts:
+            at = [p for p in mine if p.real_amount == amount]
+            assert sorted(p.ratio for p in at if p.role == "mixture") == sorted(map(float, mixtures["ratios"]))
+            real = sorted(getattr(p.design, axis) for p in at if p.role == "real")
+            assert real == [amount * m for m in (1, *mixtures["real_multiples"])]
+            assert all(p.design.source == "real" for p in at if p.role == "real")
+            if axis == "d_env":  # environments carry their tasks: tasks per environment held
+                assert len({p.design.d_task / p.design.d_env for p in at}) == 1
+    designs = plan_designs(config["study"])
+    swirl = [p.design for p in designs.values() if p.design.source == "swirl" and p.design.ratio == 16.0]
+    assert {d.synthetic_amounts()["d_traj_synthetic"] for d in swirl} == {16 * d.d_traj for d in swirl}
+    rows = jobs(config, schema)[1]
+    assert {"source", "ratio", "d_env_synthetic", "d_task_synthetic", "d_traj_synthetic"} <= set(rows[0])
+
+
+def test_fractional_synthetic_amounts_are_refused(config, schema):
+    config["study"]["families"]["mixtures"]["ratios"] = [0.3, 1]
+    with pytest.raises(ConfigError, match="at ratio 0.3 adds"):
+        jobs(config, schema)
+
+
+def test_a_source_option_moves_the_synthetic_pool_only(config, schema):
+    from axisrl.config import stage_specs
+
+    before = stage_specs(config, schema)
+    config["sources"]["methods"]["sca"]["unsolvable"] = 0.5
+    after = stage_specs(config, schema)
+    assert [s for s in before if before[s].key != after[s].key] == ["sources", "dedup_sources"]
+
+
+def test_only_mixture_runs_depend_on_the_synthetic_sources(config, schema):
+    _, _, points, _ = jobs(config, schema)
+    moved = study_jobs(config, hashed_part(config, schema), "dedupkey0000", "othersources")[2]
+    for key, point in points.items():
+        assert (point.train.key != moved[key].train.key) == (point.design.source != "real"), point.design
+
+
+SYNTHETIC_ENVS = pl.DataFrame({
+    "env_id": [f"s{i}" for i in range(4)], "world_id": ["v0", "v1", "v2", "v3"], "env_s1": ["p", "q", "r", "s"],
+    "source": ["awm"] * 4,
+})
+SYNTHETIC_TASKS = pl.DataFrame({
+    "task_id": [f"u{i:02d}" for i in range(16)],
+    "env_id": [f"s{i % 4}" for i in range(8)] + [f"e{i % 2}" for i in range(8)],
+    "keep": [True] * 16, "source": ["awm"] * 8 + ["sca"] * 8,
+})
+
+
+def test_mixtures_add_their_sources_units_to_the_real_selection():
+    real_envs, real_tasks = select_training_data(ENVS, TASKS, {**DESIGN, "d_env": 2, "d_task": 4})
+    pool = (SYNTHETIC_ENVS, SYNTHETIC_TASKS)
+    envs, tasks = select_training_data(ENVS, TASKS, {**DESIGN, "d_env": 2, "d_task": 4, "source": "awm",
+                                                    "ratio": 1.0, "d_traj": 2}, pool)
+    assert envs.height == real_envs.height + 2 and tasks.height == 8
+    assert tasks.head(4)["task_id"].to_list() == real_tasks["task_id"].to_list()
+    assert set(tasks.tail(4)["env_id"]) == {"s0", "s1"}
+    _, tasks = select_training_data(ENVS, TASKS, {**DESIGN, "d_env": 2, "d_task": 4, "source": "sca",
+                                                 "ratio": 0.5, "d_traj": 2}, pool)
+    assert tasks.height == 6 and set(tasks.tail(2)["task_id"]) <= set(SYNTHETIC_TASKS["task_id"])
+    assert set(tasks.tail(2)["env_id"]) == {"e0", "e1"}
+    with pytest.raises(PoolTooSmall, match="needs d_task_synthetic=16"):
+        select_training_data(ENVS, TASKS, {**DESIGN, "d_env": 2, "d_task": 4, "source": "sca", "ratio": 4.0,
+                                           "d_traj": 2}, pool)

@@ -4,7 +4,8 @@ import numpy as np
 import polars as pl
 import pytest
 
-from axisrl.pricing import fit_collapse, fit_real_law, kappa_at, simulate_mixture
+from axisrl.pricing import (fit_collapse, fit_peak, fit_real_law, kappa_at, price, pricing_tables,
+                            simulate_mixture)
 
 AXIS = "d_env"
 REAL_GRID = [256, 512, 1024, 2048, 4096]
@@ -29,7 +30,7 @@ def test_collapse_ratio_recovered():
     collapse = (0.5, 1.05, 3.0, 5.0)
     _, mixed = simulate_mixture(AXIS, REAL_GRID, D_R, RATIOS, **LAW, kappa=0.0, collapse=collapse, seed=2)
     out = fit_collapse(mixed, n_boot=200, seed=0)
-    assert out["criterion"].to_list() == ["threshold", "baseline", "peak"]
+    assert out["criterion"].to_list() == ["threshold", "baseline"]
     row = out.row(0, named=True)
     truth = true_r_star(*collapse, 0.95)  # 3.03
     assert row["censored"] is None
@@ -37,7 +38,6 @@ def test_collapse_ratio_recovered():
     assert row["r_star_lo"] <= truth <= row["r_star_hi"]
     baseline = out.row(1, named=True)
     assert baseline["r_star"] == pytest.approx(true_r_star(*collapse, 1.0), rel=0.4)  # 2.32
-    assert out.row(2, named=True)["censored"] == "<r_min"  # a monotone logistic peaks at the edge
 
 
 def test_crossing_beyond_range_is_censored():
@@ -95,3 +95,57 @@ def test_deterministic_given_seed():
     b = kappa_at(real, mixed, AXIS, D_R, n_boot=50, seed=7)
     assert a.equals(b)
     assert np.isfinite(a["kappa_lo"][0])
+
+
+def test_peak_of_a_rise_then_collapse_is_recovered():
+    collapse = (0.5, 1.0, 3.0, 5.0)
+    real, mixed = simulate_mixture(AXIS, REAL_GRID, D_R, RATIOS, **LAW, kappa=0.8, collapse=collapse, seed=2)
+    dense = np.exp(np.linspace(np.log(0.25), np.log(16), 2001))
+    from axisrl.pricing import logistic
+    truth = dense[np.argmax(np.exp(-LAW["A"] * (D_R * (1 + 0.8 * dense)) ** -LAW["alpha"]) * logistic(dense, *collapse))]
+    row = fit_peak(real, mixed, AXIS, D_R, n_boot=100, seed=0).row(0, named=True)
+    assert row["status"] == "ok" and row["censored"] is None
+    assert row["r_star"] == pytest.approx(truth, rel=0.4)
+    assert row["r_star_lo"] <= truth <= row["r_star_hi"]
+    _, flat = simulate_mixture(AXIS, REAL_GRID, D_R, RATIOS, **LAW, kappa=1.0, seed=2)
+    assert fit_peak(real, flat, AXIS, D_R, n_boot=20, seed=0)["censored"][0] == ">r_max"
+
+
+def _study(kappa: float, collapse, seed: int, source: str = "awm") -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Simulated collected runs and pricing points of one method, as the pricing stage reads them."""
+    real, mixed = simulate_mixture(AXIS, REAL_GRID[2:], D_R, RATIOS, **LAW, kappa=kappa, collapse=collapse, seed=seed)
+    real = real.with_columns(role=pl.lit("real"), ratio=pl.lit(0.0), multiple=(pl.col(AXIS) / D_R).cast(pl.Int64))
+    mixed = mixed.filter(pl.col("ratio") > 0).with_columns(role=pl.lit("mixture"), multiple=pl.lit(1, dtype=pl.Int64))
+    both = pl.concat([real.select("role", "ratio", "multiple", "successes", "trials", "seed"),
+                      mixed.select("role", "ratio", "multiple", "successes", "trials", "seed")])
+    both = both.with_columns(point_key=pl.format("{}-{}-{}-{}", pl.lit(source), "role", "ratio", "multiple"))
+    runs = both.select("point_key", "seed", status=pl.lit("ok"), p_T2=pl.col("successes") / pl.col("trials"),
+                       n_T2=pl.col("trials"))
+    points = both.select("point_key", source=pl.lit(source), axis=pl.lit(AXIS), real_amount=pl.lit(D_R),
+                         role="role", ratio="ratio", multiple="multiple").unique(maintain_order=True)
+    return runs, points
+
+
+def test_price_reports_kappa_r_star_and_tables_for_each_source():
+    runs, points = _study(0.0, (0.5, 1.05, 3.0, 5.0), seed=2)
+    frames = price(runs, points, {"awm": 4.1}, n_boot=100)
+    row = frames["pricing"].row(0, named=True)
+    from axisrl.pricing import logistic
+    loss = LAW["A"] * D_R ** -LAW["alpha"] - np.log(logistic(np.array(1.0), 0.5, 1.05, 3.0, 5.0))
+    implied = (loss / LAW["A"]) ** (-1 / LAW["alpha"]) / D_R - 1  # no added value, seen through s(1) = 1.05
+    assert row["kappa_status"] == "ok" and row["kappa_lo"] <= implied <= row["kappa_hi"]
+    assert row["r_star_threshold"] == pytest.approx(true_r_star(0.5, 1.05, 3.0, 5.0, 0.95), rel=0.3)
+    assert row["cost_per_real_unit"] == pytest.approx(4.1 / row["kappa"])
+    assert set(frames["curves"]["ratio"]) == set(map(float, RATIOS[1:]))
+    tables = pricing_tables(frames["pricing"], frames["collapse"])
+    assert tables["table3"]["method"].to_list() == ["AWM"]
+    assert tables["table16"]["kappa_common_core"].to_list() == ["not_run"]
+    assert tables["table17"].height == 3
+
+
+def test_a_source_without_real_baseline_gets_a_row_that_says_so():
+    runs, points = _study(0.6, None, seed=1)
+    runs = runs.filter(~pl.col("point_key").str.contains("real"))
+    row = price(runs, points, {}, n_boot=20)["pricing"].row(0, named=True)
+    assert row["kappa_status"] == "no real-only baseline" and row["kappa"] is None
+    assert "no real-only baseline" in row["collapse_status"]

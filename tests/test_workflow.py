@@ -231,3 +231,30 @@ def test_a_fit_option_reruns_the_analysis_only(smoke_run):
     planned = snakemake(smoke_run, "-n", "--cores", "1", *SMOKE, "--config", "laws={n_boot: 100}")
     jobs = {line.split()[0] for line in planned.stdout.split("Job stats:")[1].splitlines()[2:] if line.strip()}
     assert "laws" in jobs and not jobs & {"train", "evaluate", "collect", "synthesize", "dedup"}
+
+
+@pytest.mark.slow
+def test_mixtures_flow_from_sources_to_pricing_tables_and_figure4(smoke_run):
+    """Synthetic sources carry their source through dedup and training; pricing writes a row per
+    source (saying why, where the smoke grid is too small for a fit) and Figure 4 is drawn."""
+    from axisrl.targets import PRICING_FRAMES, PRICING_TABLES
+
+    (sources_dir,) = (smoke_run / "results" / "dedup_sources").iterdir()
+    tasks = pl.read_parquet(sources_dir / "synthetic_tasks.parquet")
+    assert set(tasks["source"]) == {"awm", "sca"} and "keep" in tasks.columns
+    (collect_dir,) = (smoke_run / "results" / "collect").iterdir()
+    runs = pl.read_parquet(collect_dir / "runs.parquet")
+    swirl = runs.filter(pl.col("source") == "swirl")
+    assert (swirl["synthetic_episodes"] > 0).all() and (swirl["d_traj_synthetic"] == swirl["ratio"] * 2).all()
+    awm = runs.filter(pl.col("source") == "awm")
+    assert (awm["distinct_envs_seen"] > 1).all()  # the real environment and synthetic ones
+    (pricing_dir,) = (smoke_run / "results" / "pricing").iterdir()
+    assert {p.stem for p in pricing_dir.iterdir()} == set(PRICING_FRAMES)
+    pricing = pl.read_parquet(pricing_dir / "pricing.parquet")
+    assert sorted(pricing["source"]) == ["awm", "sca", "swirl"]
+    assert (pricing["collapse_status"].str.contains("too few ratios")).all()  # 2 ratios: no logistic fit
+    for name in PRICING_TABLES:
+        assert (smoke_run / "results" / "tables" / f"{name}.md").read_text().startswith("# Table")
+    png = smoke_run / "results" / "figures" / "fig4.png"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+

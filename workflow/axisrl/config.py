@@ -187,4 +187,8 @@ def stage_specs(cfg: Mapping[str, Any], schema: Mapping[str, Any]) -> dict[str, 
     synthesize = StageSpec("synthesize", {"domain": hashed["domain"], "synthesize": hashed["synthesize"]})
     embed = StageSpec("embed", {"embedding": hashed["dedup"]["embedding"]}, {"synthesize": synthesize.key})
     dedup = StageSpec("dedup", {"dedup": hashed["dedup"]}, {"synthesize": synthesize.key, "embed": embed.key})
-    return {spec.stage: spec for spec in (synthesize, embed, dedup)}
+    mixtures = hashed["study"]["families"]["mixtures"]
+    sources = StageSpec("sources", {"sources": hashed["sources"], "methods": sorted(mixtures["methods"]),
+                                    "common_core": mixtures["common_core"]}, {"synthesize": synthesize.key})
+    dedup_sources = StageSpec("dedup_sources", {"dedup": hashed["dedup"]}, {"sources": sources.key, "dedup": dedup.key})
+    return {spec.stage: spec for spec in (synthesize, embed, dedup, sources, dedup_sources)}

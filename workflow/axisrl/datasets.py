@@ -16,6 +16,8 @@ from typing import Any
 
 import polars as pl
 
+from axisrl.plan import Design
+
 
 class PoolTooSmall(ValueError):
     """A grid point asks for more environments or tasks than the synthesized pool holds."""
@@ -40,13 +42,10 @@ def _identities(envs: pl.DataFrame, worlds: int | None, d_env: int, remedy: str)
     return chosen
 
 
-def select_training_data(envs: pl.DataFrame, tasks: pl.DataFrame,
-                         design: Mapping[str, Any]) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """The env rows and task rows a run of ``design`` trains on (dedup-stage frames in, same columns out)."""
-    placebo = design["env_level"] == "placebo"
-    keyed = envs.with_columns(identity=pl.col("env_id" if placebo else f"env_{design['env_level']}"))
-    chosen = _identities(keyed, design["worlds"], design["d_env"],
-                         "synthesize.placebo_contents" if placebo else "synthesize.n_worlds or variants_per_world")
+def _deal(tasks: pl.DataFrame, keyed: pl.DataFrame, chosen: list[str], count: int, name: str,
+          remedy: str) -> pl.DataFrame:
+    """The first ``count`` kept tasks of the ``chosen`` identities, dealt round-robin across them in
+    identity order (each identity's tasks ranked by ``task_id``)."""
     rank = {identity: i for i, identity in enumerate(chosen)}
     candidates = (
         tasks.filter(pl.col("keep"))
@@ -57,9 +56,49 @@ def select_training_data(envs: pl.DataFrame, tasks: pl.DataFrame,
         .with_columns(task_rank=pl.int_range(pl.len()).over("identity_rank"))
         .sort("task_rank", "identity_rank")
     )
-    if candidates.height < design["d_task"]:
-        raise PoolTooSmall(f"d_env={design['d_env']} environments hold {candidates.height} distinct tasks, the design "
-                           f"needs d_task={design['d_task']} (raise synthesize."
-                           f"{'placebo_tasks_per_env' if placebo else 'tasks_per_env'})")
-    selected = candidates.head(design["d_task"]).drop("identity", "identity_rank", "task_rank")
-    return envs.filter(pl.col("env_id").is_in(selected["env_id"].unique().to_list())), selected
+    if candidates.height < count:
+        raise PoolTooSmall(f"{len(chosen)} environments hold {candidates.height} distinct tasks, the design needs "
+                           f"{name}={count} (raise {remedy})")
+    return candidates.head(count).drop("identity", "identity_rank", "task_rank")
+
+
+def select_training_data(envs: pl.DataFrame, tasks: pl.DataFrame, design: Mapping[str, Any],
+                         synthetic: tuple[pl.DataFrame, pl.DataFrame] | None = None
+                         ) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The env rows and task rows a run of ``design`` trains on (dedup-stage frames in, same columns out).
+
+    A mixture design (``source`` not ``"real"``) adds the synthetic units of its source from
+    ``synthetic`` (the synthetic pool's env and task frames): environment synthesis adds
+    ``d_env_synthetic`` synthetic environments (their identities in the synthetic pool's order)
+    holding ``d_task_synthetic`` of their tasks; task synthesis adds ``d_task_synthetic`` synthetic
+    tasks written for the chosen real environments. Trajectory synthesis changes no data here.
+    """
+    placebo = design["env_level"] == "placebo"
+    level = "env_id" if placebo else f"env_{design['env_level']}"
+    keyed = envs.with_columns(identity=pl.col(level))
+    chosen = _identities(keyed, design["worlds"], design["d_env"],
+                         "synthesize.placebo_contents" if placebo else "synthesize.n_worlds or variants_per_world")
+    selected = _deal(tasks, keyed, chosen, design["d_task"], "d_task",
+                     "synthesize.placebo_tasks_per_env" if placebo else "synthesize.tasks_per_env")
+    chosen_envs = envs.filter(pl.col("env_id").is_in(selected["env_id"].unique().to_list()))
+    if design.get("source", "real") == "real":
+        return chosen_envs, selected
+    if synthetic is None:
+        raise ValueError(f"design mixes in {design['source']!r} but no synthetic pool was given")
+    amounts = Design(**design).synthetic_amounts()
+    source_envs, source_tasks = synthetic
+    source_tasks = source_tasks.filter(pl.col("source") == design["source"])
+    if amounts["d_env_synthetic"]:
+        source_envs = source_envs.filter(pl.col("source") == design["source"]).with_columns(identity=pl.col(level))
+        synthetic_ids = _identities(source_envs, None, int(amounts["d_env_synthetic"]), "sources.envs")
+        added = _deal(source_tasks, source_envs, synthetic_ids, int(amounts["d_task_synthetic"]), "d_task_synthetic",
+                      "sources.env_tasks")
+        added_envs = source_envs.filter(pl.col("env_id").is_in(added["env_id"].unique().to_list())).drop("identity")
+        return pl.concat([chosen_envs, added_envs], how="diagonal_relaxed"), pl.concat([selected, added],
+                                                                                         how="diagonal_relaxed")
+    if amounts["d_task_synthetic"]:
+        added = _deal(source_tasks, keyed, chosen, int(amounts["d_task_synthetic"]), "d_task_synthetic",
+                      "sources.tasks_per_env or sources.task_envs")
+        tasks = pl.concat([selected, added], how="diagonal_relaxed")
+        return envs.filter(pl.col("env_id").is_in(tasks["env_id"].unique().to_list())), tasks
+    return chosen_envs, selected

@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from axisrl.config import ConfigError, StageSpec, canonical_json
+from axisrl.synthesis import CORE_SUFFIX, method_of
 
 AXES = ("d_env", "d_task", "d_traj")
 HELD_FACTORS = {"quarter": 0.25, "half": 0.5, "double": 2.0}
@@ -41,10 +42,29 @@ class Design:
     env_level: str = "s1"
     worlds: int | None = None
     budget: str = "fixed_updates"
+    source: str = "real"
+    """``"real"``, or the synthetic method mixed in (``axisrl.synthesis``), at ``ratio`` synthetic
+    units per real unit on the method's axis."""
+    ratio: float = 0.0
 
     @property
     def point_key(self) -> str:
         return hashlib.sha256(canonical_json(asdict(self)).encode()).hexdigest()[:12]
+
+    def synthetic_amounts(self) -> dict[str, float]:
+        """Synthetic units added per axis (``d_env_synthetic``, ...): ``ratio`` times the real amount
+        on the method's axis; environment synthesis brings its environments' tasks too (tasks
+        per environment held), so it also adds ``ratio * d_task`` tasks."""
+        amounts = dict.fromkeys(SYNTHETIC_COLUMNS, 0.0)
+        if self.source != "real":
+            axis = method_of(self.source).axis
+            amounts[f"{axis}_synthetic"] = self.ratio * getattr(self, axis)
+            if axis == "d_env":
+                amounts["d_task_synthetic"] = self.ratio * self.d_task
+        return amounts
+
+
+SYNTHETIC_COLUMNS = ("d_env_synthetic", "d_task_synthetic", "d_traj_synthetic")
 
 
 def _scaled(value: int, factor: float) -> int:
@@ -56,6 +76,54 @@ def _sweeps(centre: Design, grids: Mapping[str, list[int]], axes: list[str]) -> 
     for axis in axes:
         for value in grids[axis]:
             yield axis, replace(centre, **{axis: value})
+
+
+@dataclass(frozen=True)
+class PricingPoint:
+    """A grid point of one method's pricing: a mixture at ``ratio`` (``role="mixture"``) or a
+    real-only run at ``multiple`` times the real amount (``role="real"``; its 1x run is the mixture
+    curve's r = 0 point)."""
+
+    source: str
+    axis: str
+    real_amount: int
+    role: str
+    ratio: float
+    multiple: int
+    design: Design
+
+
+def _multiplied(design: Design, axis: str, multiple: float) -> Design:
+    """``design`` with ``multiple`` times the real amount on ``axis`` (environment counts carry
+    their tasks: tasks per environment held)."""
+    scaled = {axis: _scaled(getattr(design, axis), multiple)}
+    if axis == "d_env":
+        scaled["d_task"] = _scaled(design.d_task, multiple)
+    return replace(design, **scaled)
+
+
+def pricing_points(study: Mapping[str, Any]) -> Iterator[PricingPoint]:
+    """Every grid point of the ``mixtures`` family: per method and real amount, the mixtures at each
+    ratio and the real-only runs at 1x, 2x, 4x the real amount (so kappa at r = 1 is interpolated)."""
+    mixtures = study["families"]["mixtures"]
+    if not mixtures["enabled"]:
+        return
+    centre = Design(**study["centre"], width=study["width"], algo=study["algo"],
+                    reward_density=study["reward_density"])
+    second = mixtures["second_amount"]
+    sources = [*mixtures["methods"], *(f"{m}{CORE_SUFFIX}" for m in mixtures["methods"] if mixtures["common_core"])]
+    for source in sources:
+        axis = method_of(source).axis
+        base = replace(centre, **mixtures["bases"][axis])
+        amounts = [1] + ([second["factor"]] if source.removesuffix(CORE_SUFFIX) in second["methods"] else [])
+        for factor in amounts:
+            real = _multiplied(base, axis, factor)
+            amount = getattr(real, axis)
+            for multiple in (1, *mixtures["real_multiples"]):
+                yield PricingPoint(source, axis, amount, "real", 0.0, multiple, _multiplied(real, axis, multiple))
+            for ratio in mixtures["ratios"]:
+                yield PricingPoint(source, axis, amount, "mixture", float(ratio), 1,
+                                   replace(real, source=source, ratio=float(ratio)))
 
 
 def family_designs(study: Mapping[str, Any]) -> Iterator[tuple[str, str | None, Design]]:
@@ -96,6 +164,8 @@ def family_designs(study: Mapping[str, Any]) -> Iterator[tuple[str, str | None, 
             for value in config[values]:
                 for axis, design in _sweeps(replace(centre, **{field: value}), grids, config["axes"]):
                     yield (f"budget_{value}" if family == "budget_conventions" else family), axis, design
+    for point in pricing_points(study):
+        yield "mixtures", None, point.design
 
 
 @dataclass
@@ -130,7 +200,8 @@ def plan_rows(designs: Mapping[str, PlannedDesign], seeds: Sequence[int], domain
     for point_key, planned in designs.items():
         for seed in seeds:
             rows.append({"run_key": run_key(point_key, seed), "point_key": point_key, "families": planned.families,
-                         "sweeps": planned.sweeps, "domain": domain, **asdict(planned.design), "seed": seed})
+                         "sweeps": planned.sweeps, "domain": domain, **asdict(planned.design),
+                         **planned.design.synthetic_amounts(), "seed": seed})
     return rows
 
 
@@ -154,6 +225,11 @@ def check_designs(designs: Mapping[str, PlannedDesign], episodes_per_update: int
                  f"({', '.join(p.families)})" for p in designs.values() if p.design.d_traj > episodes_per_update]
     problems += [f"d_env={p.design.d_env} is not a multiple of worlds={p.design.worlds} ({', '.join(p.families)})"
                  for p in designs.values() if p.design.worlds and p.design.d_env % p.design.worlds]
+    problems += [f"{p.design.source} at ratio {p.design.ratio:g} adds {column}={amount:g} (not a whole number >= 1: "
+                 "choose ratios and real amounts whose product is one)"
+                 for p in designs.values() if p.design.source != "real"
+                 for column, amount in p.design.synthetic_amounts().items()
+                 if amount and (amount < 1 or amount != int(amount))]
     if problems:
         raise ConfigError("study: designs the pool or the budget cannot honour:\n  "
                           + "\n  ".join(problems))
@@ -182,11 +258,13 @@ def backend_settings(train: Mapping[str, Any], design: Mapping[str, Any]) -> dic
             "reward_density": design["reward_density"]}
 
 
-def study_jobs(cfg: Mapping[str, Any], hashed: Mapping[str, Any], dedup_key: str
+def study_jobs(cfg: Mapping[str, Any], hashed: Mapping[str, Any], dedup_key: str, sources_key: str
                ) -> tuple[StageSpec, list[dict[str, Any]], dict[str, PointJobs], StageSpec]:
     """Plan spec and rows, the per-point train/evaluate specs, and the collect spec.
 
-    ``hashed`` is the config with speed-only options removed (what keys cover).
+    ``hashed`` is the config with speed-only options removed (what keys cover). Only mixture designs
+    depend on the synthetic sources (``sources_key``, the dedup_sources stage), so changing a
+    source never retrains a real-only run.
     """
     designs = plan_designs(cfg["study"])
     check_designs(designs, cfg["train"]["episodes_per_update"])
@@ -197,7 +275,7 @@ def study_jobs(cfg: Mapping[str, Any], hashed: Mapping[str, Any], dedup_key: str
         design = planned.design
         train = StageSpec("train", {"backend": hashed["train"]["backend"], "design": asdict(design),
                                     "settings": backend_settings(hashed["train"], asdict(design)), "seeds": list(seeds)},
-                          {"dedup": dedup_key})
+                          {"dedup": dedup_key, **({"dedup_sources": sources_key} if design.source != "real" else {})})
         evaluate = StageSpec("evaluate", {"evaluate": hashed["evaluate"]}, {"train": train.key})
         points[point_key] = PointJobs(design, seeds, tuple(run_key(point_key, s) for s in seeds), train, evaluate)
     eval_keys = sorted(p.evaluate.key for p in points.values())

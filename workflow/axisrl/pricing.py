@@ -193,17 +193,9 @@ def _fit_logistic(ratio: np.ndarray, s: np.ndarray, sd: np.ndarray, starts: Sequ
     return min(fits, key=lambda f: f.cost).x
 
 
-def _crossing(theta: np.ndarray, level: float | None, r_min: float, r_max: float) -> float:
-    """Ratio of the criterion on the fitted curve; ``+inf``/``-inf`` for beyond ``r_max``/below ``r_min``.
-
-    ``level=None`` is the peak: the argmax over the sampled range, censored when it sits at an edge
-    (a monotone logistic peaks at the edge, i.e. the true peak is not resolved by the samples).
-    """
+def _crossing(theta: np.ndarray, level: float, r_min: float, r_max: float) -> float:
+    """Ratio where the fitted curve crosses ``level``; ``+inf``/``-inf`` for beyond ``r_max``/below ``r_min``."""
     lower, drop, slope, log_mid = theta
-    if level is None:
-        grid = np.exp(np.linspace(np.log(r_min), np.log(r_max), 401))
-        best = int(np.argmax(logistic(grid, lower, lower + drop, slope, np.exp(log_mid))))
-        return -np.inf if best == 0 else np.inf if best == len(grid) - 1 else float(grid[best])
     if level <= lower:
         return np.inf
     if level >= lower + drop:
@@ -217,8 +209,9 @@ def _collapse_rows(status: str) -> pl.DataFrame:
 
 
 def fit_collapse(curve: pl.DataFrame, threshold: float = 0.95, n_boot: int = 1000, seed: int = 0) -> pl.DataFrame:
-    """Collapse ratios of one method's mixture curve: rows ``threshold`` (default 0.95, Table 3),
-    ``baseline`` (1.0) and ``peak`` (Table 17), each with a bootstrap CI and censoring flag."""
+    """Collapse ratios of one method's mixture curve: rows ``threshold`` (default 0.95, Table 3) and
+    ``baseline`` (1.0), each with a bootstrap CI and censoring flag. (The logistic is monotone, so
+    it has no interior peak: ``fit_peak`` gives Table 17's third criterion.)"""
     runs = _ok_runs(curve)
     ratio, k, n = (runs[c].to_numpy().astype(float) for c in ("ratio", "successes", "trials"))
     if not (ratio == 0).any():
@@ -232,7 +225,7 @@ def fit_collapse(curve: pl.DataFrame, threshold: float = 0.95, n_boot: int = 100
     starts = [np.array([s.min(), max(s[:2].max() - s.min(), 0.01), 2.0, m]) for m in log_r[1:-1:2]]
     theta = _fit_logistic(grid, s, sd, starts)
 
-    criteria = {"threshold": threshold, "baseline": 1.0, "peak": None}
+    criteria = {"threshold": threshold, "baseline": 1.0}
     groups, rng = _groups(ratio), np.random.default_rng(seed)
     draws = np.full((n_boot, len(criteria)), np.nan)
     for b in range(n_boot):
@@ -253,6 +246,74 @@ def fit_collapse(curve: pl.DataFrame, threshold: float = 0.95, n_boot: int = 100
             "lower": theta[0], "upper": theta[0] + theta[1], "slope": theta[2], "r_mid": float(np.exp(theta[3])),
             "r_min": r_min, "r_max": r_max, "status": OK})
     return pl.DataFrame(rows_out, schema=COLLAPSE_SCHEMA)
+
+
+_HARM_BOUNDS = np.array([(0.0, 0.01, 0.0, 0.1), (5.0, 100.0, 10.0, 3.0)])
+"""Bounds of (kappa0, r_s, H, h) in the mixing law with a harm term."""
+
+
+def mixing_loss(ratio: np.ndarray, law: RealLaw, real_amount: float, kappa0: float, r_s: float, harm: float,
+                power: float) -> np.ndarray:
+    """fitting.md 5.3: ``L(r) = A D_eff(r)^-alpha + H r^h`` with ``D_eff = D_r (1 + kappa0 r_s (1 - e^(-r/r_s)))``:
+    synthetic units add saturating effective data and a growing harm, so the loss can fall then rise."""
+    d_eff = real_amount * (1.0 + kappa0 * r_s * (1.0 - np.exp(-ratio / r_s)))
+    return law.A * d_eff ** -law.alpha + harm * ratio ** power
+
+
+def _peak(law: RealLaw, ratio: np.ndarray, successes: np.ndarray, trials: np.ndarray, real_amount: float,
+          r_min: float, r_max: float, starts: Sequence[np.ndarray] | None = None) -> tuple[float, np.ndarray]:
+    """Ratio of the lowest loss of the fitted mixing law over the sampled range (``-inf``/``+inf`` when
+    it sits at the smallest/largest sampled ratio: the peak is not resolved there), and the fit."""
+    grid, index = np.unique(ratio, return_inverse=True)
+    stats = point_statistics(index, successes, trials, len(grid))
+    sd = np.sqrt(np.maximum(stats.var_loss, 1e-12))
+
+    def residual(theta: np.ndarray) -> np.ndarray:
+        return (mixing_loss(grid, law, real_amount, *theta) - stats.loss) / sd
+
+    if starts is None:
+        starts = [np.array([k0, 4.0, hh, 1.0]) for k0 in (0.2, 1.0) for hh in (1e-3, 0.05)]
+    fit = min((optimize.least_squares(residual, x0, bounds=_HARM_BOUNDS) for x0 in starts), key=lambda f: f.cost)
+    dense = np.exp(np.linspace(np.log(r_min), np.log(r_max), 401))
+    best = int(np.argmin(mixing_loss(dense, law, real_amount, *fit.x)))
+    return (-np.inf if best == 0 else np.inf if best == len(dense) - 1 else float(dense[best])), fit.x
+
+
+def fit_peak(real: pl.DataFrame, curve: pl.DataFrame, axis: str, real_amount: float, n_boot: int = 1000,
+             seed: int = 0) -> pl.DataFrame:
+    """Table 17's peak criterion: the ratio where success peaks, from the mixing law with a harm term
+    fitted to the mixture losses (the real-only law fixes ``A`` and ``alpha``); the CI refits the
+    law and the mixture jointly, like ``kappa_at``. One ``COLLAPSE_SCHEMA`` row."""
+    law = fit_real_law(real, axis)
+    runs = _ok_runs(curve)
+    positive = np.unique(runs.filter(pl.col("ratio") > 0)["ratio"].to_numpy())
+    if law.status != OK:
+        return pl.DataFrame([{"criterion": "peak", "status": law.status}], schema=COLLAPSE_SCHEMA)
+    if len(positive) < 5:
+        return pl.DataFrame([{"criterion": "peak", "status": "too few ratios for the mixing law"}],
+                            schema=COLLAPSE_SCHEMA)
+    r_min, r_max = float(positive[0]), float(positive[-1])
+    ratio, k, n = (runs[c].to_numpy().astype(float) for c in ("ratio", "successes", "trials"))
+    r, theta = _peak(law, ratio, k, n, real_amount, r_min, r_max)
+    base = _ok_runs(real)
+    real_x, real_k, real_n = (base[c].to_numpy().astype(float) for c in (axis, "successes", "trials"))
+    real_groups, mix_groups, rng = _groups(real_x), _groups(ratio), np.random.default_rng(seed)
+    draws = np.full(n_boot, np.nan)
+    for b in range(n_boot):
+        kb, rows = _resample(real_groups, real_k, real_n, rng)
+        boot_law = _law_from_arrays(real_x[rows], kb, real_n[rows])
+        if boot_law.status == OK:
+            mk, mrows = _resample(mix_groups, k, n, rng)
+            draws[b] = _peak(boot_law, ratio[mrows], mk, n[mrows], real_amount, r_min, r_max, [theta])[0]
+    tail = 50.0 * (1.0 - LEVEL)
+    kept = draws[~np.isnan(draws)]
+    lo, hi = ((float(np.percentile(kept, q, method="inverted_cdf")) for q in (tail, 100.0 - tail))
+              if len(kept) else (np.nan, np.nan))
+    return pl.DataFrame([{
+        "criterion": "peak", "r_star": r if np.isfinite(r) else None,
+        "r_star_lo": lo if np.isfinite(lo) else None, "r_star_hi": hi if np.isfinite(hi) else None,
+        "censored": None if np.isfinite(r) else ">r_max" if r > 0 else "<r_min",
+        "r_min": r_min, "r_max": r_max, "status": OK}], schema=COLLAPSE_SCHEMA)
 
 
 def simulate_mixture(axis: str, real_grid: Sequence[float], real_amount: float, ratios: Sequence[float], *,
@@ -281,3 +342,145 @@ def simulate_mixture(axis: str, real_grid: Sequence[float], real_amount: float, 
     mixed = pl.DataFrame({axis: real_amount, "ratio": r, "successes": rng.binomial(trials, mix_p),
                           "trials": trials, "seed": np.tile(seeds, len(ratios))})
     return real, mixed
+
+
+PRICING_POINT_COLUMNS = ("point_key", "source", "axis", "real_amount", "role", "ratio", "multiple")
+"""The plan's pricing points (``axisrl.plan.pricing_points``) as the pricing stage reads them."""
+
+
+def _counted(runs: pl.DataFrame, points: pl.DataFrame, tier: str) -> pl.DataFrame:
+    """Runs of the pricing points with integer ``successes``/``trials`` on ``tier`` (a run without
+    held-out episodes gets zero trials and is dropped as failed)."""
+    return points.join(runs, on="point_key", how="inner").with_columns(
+        successes=(pl.col(f"p_{tier}").fill_null(0.0) * pl.col(f"n_{tier}").fill_null(0)).round(),
+        trials=pl.col(f"n_{tier}").fill_null(0).cast(pl.Float64),
+        status=pl.when(pl.col(f"n_{tier}").fill_null(0) > 0).then(pl.col("status")).otherwise(pl.lit("failed")))
+
+
+def normalised_curve(mixed: pl.DataFrame) -> pl.DataFrame:
+    """Figure 4's points: seed-pooled ``s(r) = p(r) / p(0)`` per ratio with a 95% delta-method band."""
+    runs = _ok_runs(mixed)
+    if runs.filter(pl.col("ratio") == 0).height == 0 or runs.filter(pl.col("ratio") > 0).height == 0:
+        return pl.DataFrame(schema={"ratio": pl.Float64, "s": pl.Float64, "s_lo": pl.Float64, "s_hi": pl.Float64,
+                                    "seeds": pl.Int64})
+    ratio, k, n = (runs[c].to_numpy().astype(float) for c in ("ratio", "successes", "trials"))
+    grid, s, sd = _normalised(ratio, k, n)
+    seeds = runs.filter(pl.col("ratio") > 0).group_by("ratio").len().sort("ratio")["len"].to_numpy()
+    z = 1.959963984540054
+    return pl.DataFrame({"ratio": grid, "s": s, "s_lo": s - z * sd, "s_hi": s + z * sd, "seeds": seeds})
+
+
+def price(runs: pl.DataFrame, points: pl.DataFrame, unit_costs: dict[str, float], tier: str = "T2",
+          threshold: float = 0.95, n_boot: int = 1000, seed: int = 0) -> dict[str, pl.DataFrame]:
+    """Every method's discount and collapse ratios at each of its real amounts.
+
+    ``runs``: the collected runs (``point_key``, ``seed``, ``status``, ``p_<tier>``, ``n_<tier>``);
+    ``points``: the pricing points. Returns ``pricing`` (one row per source and real amount: kappa
+    at r = 1 and r* at ``threshold``, 1.0 and the peak, each with its CI and status, and the price of
+    one real-equivalent unit = unit cost / kappa), ``collapse`` (every criterion row) and ``curves``
+    (the normalised points of Figure 4). A source whose real-only baseline is missing or failed
+    gets rows whose ``status`` says so.
+    """
+    from axisrl.synthesis import method_of
+
+    counted = _counted(runs, points, tier)
+    rows, collapse_frames, curve_frames = [], [], []
+    for source, axis, amount in points.select("source", "axis", "real_amount").unique(maintain_order=True).iter_rows():
+        mine = counted.filter((pl.col("source") == source) & (pl.col("real_amount") == amount))
+        real = mine.filter(pl.col("role") == "real").with_columns(
+            (pl.col("real_amount") * pl.col("multiple")).cast(pl.Float64).alias(axis))
+        mixed = mine.filter((pl.col("role") == "mixture") | (pl.col("multiple") == 1))  # r = 0: the real design
+        key = {"source": source, "axis": axis, "real_amount": amount}
+        kappa = kappa_at(real, mixed.filter(pl.col("ratio") > 0), axis, float(amount), 1.0, n_boot, seed)
+        collapse = pl.concat([fit_collapse(mixed, threshold, n_boot, seed),
+                              fit_peak(real, mixed, axis, float(amount), n_boot, seed)])
+        collapse_frames.append(collapse.with_columns(**{k: pl.lit(v) for k, v in key.items()}))
+        curve_frames.append(normalised_curve(mixed).with_columns(**{k: pl.lit(v) for k, v in key.items()}))
+        method = method_of(source)
+        k = kappa.row(0, named=True)
+        row = {**key, "method": method.name, "common_core": source != method.name, "unit": method.unit,
+               "unit_cost": unit_costs.get(method.name, method.unit_cost), **k, "kappa_status": k.pop("status")}
+        row.pop("status", None)
+        row["cost_per_real_unit"] = (row["unit_cost"] / row["kappa"]
+                                     if row["kappa"] is not None and row["kappa"] > 0 else None)
+        for c in collapse.iter_rows(named=True):
+            name = c["criterion"] or "threshold"
+            row.update({f"r_star_{name}": c["r_star"], f"r_star_{name}_lo": c["r_star_lo"],
+                        f"r_star_{name}_hi": c["r_star_hi"], f"r_star_{name}_censored": c["censored"]})
+        row["collapse_status"] = "; ".join(dict.fromkeys(s for s in collapse["status"] if s != OK)) or OK
+        rows.append(row)
+    return {"pricing": pl.DataFrame(rows, infer_schema_length=None),
+            "collapse": pl.concat(collapse_frames, how="diagonal_relaxed") if collapse_frames else pl.DataFrame(),
+            "curves": pl.concat(curve_frames, how="diagonal_relaxed") if curve_frames else pl.DataFrame()}
+
+
+REPRESENTATIVES = {"d_env": "awm", "d_task": "autoplay", "d_traj": "swirl"}
+"""The paper's representative method per axis (Table 17, Figure 4's r* lines); another method of
+the axis stands in when the study does not run it."""
+
+
+def _interval(value: float | None, lo: float | None, hi: float | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.3g} [{'-' if lo is None else f'{lo:.3g}'}, {'-' if hi is None else f'{hi:.3g}'}]"
+
+
+def _r_star(row: dict, name: str) -> str:
+    censored = row.get(f"r_star_{name}_censored")
+    if censored:
+        bound = row["r_max"] if censored.startswith(">") else row["r_min"]
+        return f"{censored[0]}{bound:g}"
+    return _interval(row.get(f"r_star_{name}"), row.get(f"r_star_{name}_lo"), row.get(f"r_star_{name}_hi"))
+
+
+def _status(row: dict) -> str:
+    return "; ".join(dict.fromkeys(s for s in (row["kappa_status"], *row["collapse_status"].split("; ")) if s != OK)) or OK
+
+
+def _with_range(pricing: pl.DataFrame, collapse: pl.DataFrame) -> list[dict]:
+    ranges = (collapse.filter(pl.col("criterion") == "threshold").select("source", "real_amount", "r_min", "r_max")
+              if collapse.height and "criterion" in collapse.columns else None)
+    frame = pricing if ranges is None else pricing.join(ranges, on=["source", "real_amount"], how="left")
+    return frame.to_dicts()
+
+
+def pricing_tables(pricing: pl.DataFrame, collapse: pl.DataFrame, threshold: float = 0.95) -> dict[str, pl.DataFrame]:
+    """Tables 3, 16 and 17 from the ``pricing`` and ``collapse`` frames, estimates with their 95% CIs
+    as text (censored crossings as ``>r_max``)."""
+    from axisrl.synthesis import METHODS
+
+    rows = _with_range(pricing, collapse)
+    own = [r for r in rows if not r["common_core"]]
+    table3 = pl.DataFrame([{
+        "method": METHODS[r["method"]].paper, "axis": r["axis"], "real_amount": r["real_amount"],
+        "kappa_at_r1": _interval(r["kappa"], r["kappa_lo"], r["kappa_hi"]),
+        f"r_star_{threshold:g}": _r_star(r, "threshold"),
+        "cost_per_unit": f"{r['unit_cost']:g} USD/{r['unit']}",
+        "cost_per_real_equivalent_unit": None if r["cost_per_real_unit"] is None else f"{r['cost_per_real_unit']:.3g}",
+        "status": _status(r)} for r in own], infer_schema_length=None)
+
+    core = {(r["method"], r["real_amount"]): r for r in rows if r["common_core"]}
+    first_amount = {}
+    for r in own:
+        first_amount.setdefault(r["method"], r["real_amount"])
+    table16 = pl.DataFrame([{
+        "method": METHODS[r["method"]].paper, "axis": r["axis"],
+        "kappa": _interval(r["kappa"], r["kappa_lo"], r["kappa_hi"]),
+        "kappa_common_core": (_interval(c["kappa"], c["kappa_lo"], c["kappa_hi"])
+                              if (c := core.get((r["method"], r["real_amount"]))) else "not_run"),
+        "r_star": _r_star(r, "threshold"),
+        "r_star_common_core": _r_star(c, "threshold") if c else "not_run"}
+        for r in own if r["real_amount"] == first_amount[r["method"]]], infer_schema_length=None)
+
+    chosen = {}
+    for r in own:
+        if r["real_amount"] != first_amount[r["method"]]:
+            continue
+        if r["method"] == REPRESENTATIVES[r["axis"]] or r["axis"] not in chosen:
+            chosen[r["axis"]] = r
+    criteria = {"threshold": f"crossing of {threshold:g} by the fitted logistic (default)",
+                "baseline": "crossing of the real-only baseline (1.00)", "peak": "peak of the curve"}
+    table17 = pl.DataFrame([{"criterion": text, **{f"r_star_{axis} ({METHODS[r['method']].paper})": _r_star(r, name)
+                                                 for axis, r in sorted(chosen.items())}}
+                            for name, text in criteria.items()])
+    return {"table3": table3, "table16": table16, "table17": table17}

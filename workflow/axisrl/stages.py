@@ -34,14 +34,23 @@ ENV_COLUMNS = {
     "variant_seed": pl.Int64, "content_seed": pl.Int64, "skin_index": pl.Int64, "split": pl.String,
     "tier": pl.String, "n_tables": pl.Int64, "n_tools": pl.Int64, "n_rows": pl.Int64,
     "edits": pl.List(pl.String), "vocabulary": pl.List(pl.String), "spec": pl.String,
+    "source": pl.String, "defect": pl.String,
 }
 TASK_COLUMNS = {
     "task_id": pl.String, "env_id": pl.String, "skeleton": pl.String, "skill_sig": pl.String,
     "verifier_sig": pl.String, "instruction": pl.String, "reference": pl.String, "goal": pl.String,
     "answer": pl.String, "n_steps": pl.Int64, "n_distractors": pl.Int64, "id_depth": pl.Int64,
-    "split": pl.String, "tier": pl.String,
+    "split": pl.String, "tier": pl.String, "source": pl.String, "defect": pl.String,
 }
-"""Synthesized columns, fixed so empty pools and all-null columns keep their types."""
+"""Synthesized columns, fixed so empty pools and all-null columns keep their types. ``source`` is
+``"real"`` or the synthetic method that made the row; ``defect`` names the failure a synthetic
+source injected (null when faithful; for measuring sources only, training never reads it)."""
+TRAJECTORY_COLUMNS = {
+    "task_id": pl.String, "env_id": pl.String, "source": pl.String, "trajectory_index": pl.Int64,
+    "calls": pl.String, "label": pl.Float64, "true_success": pl.Boolean, "n_steps": pl.Int64,
+    "step_errors": pl.Int64, "defect": pl.String,
+}
+SYNTHETIC_FILES = ("synthetic_envs", "synthetic_tasks")
 ENV_LEVELS = ("s3", "s2", "s1")
 """Environment identity levels, coarse to fine: API set / + state schema / + transition semantics."""
 
@@ -52,9 +61,42 @@ def synthesize(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str
     pool = toolworld.generate_pool(settings["synthesize"])
     for env_file, task_file in SPLIT_FILES.values():
         for name, columns in ((env_file, ENV_COLUMNS), (task_file, TASK_COLUMNS)):
-            frame = pl.DataFrame(getattr(pool, name), schema=columns)
+            frame = pl.DataFrame(getattr(pool, name), schema=columns).with_columns(source=pl.lit("real"))
             write_artifact(frame, outputs[name], spec)
             log.info("wrote %s: %d rows", outputs[name], frame.height)
+
+
+def source_fidelity(sources: Mapping[str, Any], method: str) -> dict[str, Any]:
+    """A method's fidelity-model parameters from the ``sources`` config (its unit cost is the pricing's)."""
+    return {k: v for k, v in sources["methods"][method].items() if k != "unit_cost"}
+
+
+def synthesize_sources(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, str],
+                       outputs: Mapping[str, str]) -> None:
+    """Every synthetic source the mixtures family reads: environments, tasks and trajectories with a
+    ``source`` column (a common-core variant ``<method>_core`` when the study asks for one), and
+    per-method generation statistics (drafts made, kept, defects)."""
+    from axisrl.synthesis import CORE_SUFFIX
+
+    envs = read_artifact(inputs["envs"], "synthesize").to_dicts()
+    tasks = read_artifact(inputs["tasks"], "synthesize").to_dicts()
+    sources = settings["sources"]
+    rows: dict[str, list[dict[str, Any]]] = {"envs": [], "tasks": [], "trajectories": []}
+    stats = []
+    for common_core in (False, True) if settings["common_core"] else (False,):
+        cfg = {**sources, "common_core": common_core,
+               "methods": {m: source_fidelity(sources, m) for m in settings["methods"]}}
+        log.info("synthesizing sources %s%s", sorted(cfg["methods"]), " (common core)" if common_core else "")
+        pool = toolworld.generate_synthetic(envs, tasks, cfg)
+        suffix = CORE_SUFFIX if common_core else ""
+        for name in rows:
+            rows[name] += [{**row, "source": row["source"] + suffix} for row in getattr(pool, name)]
+        stats += [{"source": method + suffix, **values} for method, values in pool.stats.items()]
+    for name, columns in (("envs", ENV_COLUMNS), ("tasks", TASK_COLUMNS), ("trajectories", TRAJECTORY_COLUMNS)):
+        frame = pl.DataFrame(rows[name], schema=columns)
+        write_artifact(frame, outputs[f"synthetic_{name}"], spec)
+        log.info("wrote %s: %d rows", outputs[f"synthetic_{name}"], frame.height)
+    write_artifact(pl.DataFrame(stats, infer_schema_length=None), outputs["source_stats"], spec)
 
 
 def embed(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, str], outputs: Mapping[str, str]) -> None:
@@ -186,6 +228,40 @@ def dedup(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, str
     write_artifact(pl.DataFrame(summary, schema_overrides={"theta": pl.Float64}), outputs["task_dedup"], spec)
 
 
+def dedup_sources(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, str],
+                  outputs: Mapping[str, str]) -> None:
+    """Dedup the synthetic pool like a real one, each source on its own: environment signatures and
+    identities, and task keep-flags (embedding its own instructions, so a change of sources never
+    re-embeds the real pool). Task-synthesis tasks sit on real environments and take their
+    identities from the real pool."""
+    from axisrl.embedding import embed_texts
+
+    envs = read_artifact(inputs["synthetic_envs"], "sources")
+    tasks = read_artifact(inputs["synthetic_tasks"], "sources")
+    real_envs = read_artifact(inputs["real_envs"], "dedup")
+    if envs.height:
+        envs = pl.concat([env_signatures(envs.filter(pl.col("source") == source))
+                          for source in envs["source"].unique(maintain_order=True)])
+        check_heldout_disjoint(envs, read_artifact(inputs["heldout_envs"], "dedup"))
+    identities = pl.concat([real_envs.select("env_id", "env_s1"), *([envs.select("env_id", "env_s1")] if envs.height
+                                                                      else [])])
+    if tasks.height:
+        vectors = embed_texts(tasks["instruction"].to_list(), settings["embedding"]["model"],
+                              settings["embedding"]["batch_size"])
+        embeddings = tasks.select("task_id").with_columns(
+            pl.Series("embedding", vectors, dtype=pl.Array(pl.Float32, vectors.shape[1])))
+        tasks = pl.concat([
+            task_keep_flags(tasks.filter(pl.col("source") == source).join(identities, on="env_id", how="left",
+                                                                           maintain_order="left"),
+                            embeddings, settings["thetas"], settings["theta"], settings["block_size"])
+            for source in tasks["source"].unique(maintain_order=True)])
+        for source, kept, total in tasks.group_by("source", maintain_order=True).agg(
+                pl.col("keep").sum(), pl.len()).iter_rows():
+            log.info("dedup %s: %d of %d tasks kept", source, kept, total)
+    write_artifact(envs, outputs["synthetic_envs"], spec)
+    write_artifact(tasks, outputs["synthetic_tasks"], spec)
+
+
 def build_catalog(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, str],
                   outputs: Mapping[str, str]) -> None:
     """List every artifact under ``settings["results"]`` (all keys, not only the current config's)."""
@@ -219,15 +295,18 @@ def train(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, str
     from axisrl.datasets import select_training_data
 
     design = settings["design"]
+    pool = None if design["source"] == "real" else (read_artifact(inputs["synthetic_envs"], "dedup_sources"),
+                                                    read_artifact(inputs["synthetic_tasks"], "dedup_sources"))
     envs, tasks = select_training_data(read_artifact(inputs["envs"], "dedup"), read_artifact(inputs["tasks"], "dedup"),
-                                       design)
+                                       design, pool)
+    synthetic = synthetic_trajectories(design, tasks, inputs, settings.get("sources"))
     backend = TrainSettings.from_dict(backend_settings(settings["train"], design))
     horizon = float(np.mean([json.loads(spec)["max_steps"] for spec in envs["spec"]]))
     effective = effective_d_task(tasks)
     metrics, runs = [], []
     for seed, run, checkpoint in zip(settings["seeds"], settings["run_keys"], outputs["checkpoints"]):
         log.info("train %s seed %d: %d envs, %d tasks", run, seed, envs.height, tasks.height)
-        result = train_policy(envs.to_dicts(), tasks.to_dicts(), backend, seed,
+        result = train_policy(envs.to_dicts(), tasks.to_dicts(), backend, seed, synthetic=synthetic,
                               progress=lambda row: log.info("update %(update)d reward %(reward_mean).3f", row))
         tail = result.metrics[-max(1, len(result.metrics) // 5):]
         metrics += [{"run_key": run, "seed": seed, **row} for row in result.metrics]
@@ -237,6 +316,30 @@ def train(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, str
         save_checkpoint(result, checkpoint)
     write_artifact(pl.DataFrame(metrics, infer_schema_length=None), outputs["metrics"], spec)
     write_artifact(pl.DataFrame(runs, infer_schema_length=None), outputs["runs"], spec)
+
+
+def synthetic_trajectories(design: Mapping[str, Any], tasks: pl.DataFrame, inputs: Mapping[str, str],
+                           sources: Mapping[str, Any] | None) -> Any:
+    """The trajectory-axis synthetic data of a mixture design for the tiny backend, or None:
+    replayed trajectories of its source for its tasks (SWiRL-like), or rollouts stepped by the
+    source's simulated environment (DreamGym-like)."""
+    from axisrl.backends.tiny import SyntheticTrajectories
+    from axisrl.plan import Design
+    from axisrl.synthesis import method_of
+
+    per_group = int(Design(**design).synthetic_amounts()["d_traj_synthetic"])
+    if not per_group:
+        return None
+    method = method_of(design["source"]).name
+    if method == "dreamgym":
+        fidelity = source_fidelity(sources, method)
+        return SyntheticTrajectories(per_group, simulator=lambda spec, task, seed: toolworld.SimulatedEnv(
+            spec, task, fidelity, seed))
+    rows = (read_artifact(inputs["synthetic_trajectories"], "sources")
+            .filter((pl.col("source") == design["source"]) & pl.col("task_id").is_in(tasks["task_id"].to_list()))
+            .sort("task_id", "trajectory_index"))
+    replay = {task_id: group.to_dicts() for (task_id,), group in rows.group_by("task_id", maintain_order=True)}
+    return SyntheticTrajectories(per_group, replay=replay)
 
 
 def effective_d_task(tasks: pl.DataFrame) -> dict[str, int]:
@@ -338,6 +441,30 @@ def laws(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, str]
         log.warning("%s", warning)
 
 
+def pricing(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, str],
+            outputs: Mapping[str, str]) -> None:
+    """Discount kappa and collapse ratios r* of every synthetic source (Tables 3, 16, 17; Figure 4)."""
+    from axisrl.pricing import PRICING_POINT_COLUMNS, price, pricing_tables
+
+    points = pl.DataFrame(settings["points"], schema_overrides={"ratio": pl.Float64}).select(PRICING_POINT_COLUMNS)
+    options = settings["pricing"]
+    if points.height:
+        frames = price(read_artifact(inputs["runs"], "collect"), points, settings["unit_costs"], options["tier"],
+                       options["threshold"], options["n_boot"], options["seed"])
+        frames.update(pricing_tables(frames["pricing"], frames["collapse"], options["threshold"]))
+    else:
+        frames = {}
+    for name, path in outputs.items():
+        frame = frames.get(name)
+        if frame is None or frame.height == 0:
+            frame = pl.DataFrame({"status": ["not_run"],
+                                  "reason": ["the study has no mixture runs (study.families.mixtures)"]})
+        write_artifact(frame, path, spec)
+    for row in frames.get("pricing", pl.DataFrame()).iter_rows(named=True):
+        log.info("%s at %s=%s: kappa %s (%s), r* %s", row["source"], row["axis"], row["real_amount"], row["kappa"],
+                 row["kappa_status"], row.get("r_star_threshold"))
+
+
 def figure(spec: StageSpec | None, settings: Mapping[str, Any], inputs: Mapping[str, str],
            outputs: Mapping[str, str]) -> None:
     """One figure of the paper as PNG and PDF."""
@@ -346,6 +473,14 @@ def figure(spec: StageSpec | None, settings: Mapping[str, Any], inputs: Mapping[
     if settings["figure"] == "fig2":
         figures.figure2(read_artifact(inputs["points"], "laws"), read_artifact(inputs["axis_fits"], "laws"),
                         outputs["png"], outputs["pdf"])
+    elif settings["figure"] == "fig4":
+        curves = read_artifact(inputs["curves"], "pricing")
+        if "ratio" in curves.columns:
+            figures.figure4(curves, read_artifact(inputs["collapse"], "pricing"), settings["threshold"],
+                            outputs["png"], outputs["pdf"])
+        else:
+            figures.placeholder("Figure 4: this study has no mixture runs (study.families.mixtures)",
+                                outputs["png"], outputs["pdf"])
     else:
         grid = figures.interaction_grid(read_artifact(inputs["runs"], "collect"), settings["tier"],
                                         settings["cost_per_env"], settings["cost_per_task"])

@@ -22,3 +22,13 @@ LAW_TABLES = {
 """The tables computed by the ``laws`` stage: target name -> title."""
 
 TABLE9_TITLE = "Table 9: training-signal accounting along the d_env sweep"
+
+PRICING_FRAMES = ("pricing", "collapse", "curves", "table3", "table16", "table17")
+"""Every frame the ``pricing`` stage writes."""
+
+PRICING_TABLES = {
+    "table3": "Table 3: synthesis methods priced on one ruler: discount kappa at r = 1, collapse ratio r*, cost",
+    "table16": "Table 16: kappa and r* per method as run and reduced to the common generate-filter-train core",
+    "table17": "Table 17: collapse ratio of the representative methods under alternative definitions of collapse",
+}
+"""The tables computed by the ``pricing`` stage: target name -> title."""

@@ -7,6 +7,7 @@ rule catalog:
         rules.dedup.output,
         rules.collect.output,
         rules.laws.output,
+        rules.pricing.output,
     output:
         catalog=f"{RESULTS}/catalog.parquet",
     log:

@@ -9,8 +9,14 @@ from axisrl.config import (
     stage_specs,
     validate_config,
 )
-from axisrl.plan import study_jobs
-from axisrl.targets import LAW_FRAMES, LAW_TABLES, TABLE9_TITLE
+from axisrl.plan import pricing_points, study_jobs
+from axisrl.targets import (
+    LAW_FRAMES,
+    LAW_TABLES,
+    PRICING_FRAMES,
+    PRICING_TABLES,
+    TABLE9_TITLE,
+)
 
 RESULTS = "results"
 SCHEMA = load_yaml(f"{workflow.basedir}/config/schema.yaml")
@@ -19,7 +25,7 @@ try:
     CONFIG = validate_config(config, SCHEMA)
     SPECS = stage_specs(CONFIG, SCHEMA)
     PLAN_SPEC, PLAN_ROWS, POINTS, COLLECT_SPEC = study_jobs(
-        CONFIG, hashed_part(CONFIG, SCHEMA), SPECS["dedup"].key
+        CONFIG, hashed_part(CONFIG, SCHEMA), SPECS["dedup"].key, SPECS["dedup_sources"].key
     )
 except ConfigError as error:
     raise WorkflowError(str(error)) from None
@@ -32,6 +38,27 @@ LAWS_SPEC = StageSpec(
     "laws", hashed_part(CONFIG, SCHEMA)["laws"], {"collect": COLLECT_SPEC.key}
 )
 LAWS_DIR = f"{RESULTS}/laws/{LAWS_SPEC.key}"
+PRICING_POINTS = [
+    {
+        "point_key": point.design.point_key,
+        "source": point.source,
+        "axis": point.axis,
+        "real_amount": point.real_amount,
+        "role": point.role,
+        "ratio": point.ratio,
+        "multiple": point.multiple,
+    }
+    for point in pricing_points(CONFIG["study"])
+]
+UNIT_COSTS = {
+    method: values["unit_cost"] for method, values in CONFIG["sources"]["methods"].items()
+}
+PRICING_SPEC = StageSpec(
+    "pricing",
+    {"pricing": hashed_part(CONFIG, SCHEMA)["pricing"], "unit_costs": UNIT_COSTS},
+    {"collect": COLLECT_SPEC.key},
+)
+PRICING_DIR = f"{RESULTS}/pricing/{PRICING_SPEC.key}"
 TRAIN = {point.train.key: point for point in POINTS.values()}
 EVALUATE = {point.evaluate.key: point for point in POINTS.values()}
 CATALOG_SPEC = StageSpec(
@@ -40,6 +67,7 @@ CATALOG_SPEC = StageSpec(
     {
         "collect": COLLECT_SPEC.key,
         "laws": LAWS_SPEC.key,
+        "pricing": PRICING_SPEC.key,
         **{s: v.key for s, v in SPECS.items()},
     },
 )
@@ -69,20 +97,28 @@ def evaluate_spec(wildcards):
 
 def training_pool(wildcards):
     """The dedup-stage env and task files a grid point draws from: the placebo pool for the
-    placebo level of Table 7, the training pool otherwise."""
-    prefix = (
-        "placebo_" if TRAIN[wildcards.train_key].design.env_level == "placebo" else ""
-    )
-    return {
+    placebo level of Table 7, the training pool otherwise; a mixture design also reads the
+    synthetic sources."""
+    design = TRAIN[wildcards.train_key].design
+    prefix = "placebo_" if design.env_level == "placebo" else ""
+    files = {
         "envs": f"{stage_dir('dedup')}/{prefix}envs.parquet",
         "tasks": f"{stage_dir('dedup')}/{prefix}tasks.parquet",
     }
+    if design.source != "real":
+        files.update(
+            synthetic_envs=f"{stage_dir('dedup_sources')}/synthetic_envs.parquet",
+            synthetic_tasks=f"{stage_dir('dedup_sources')}/synthetic_tasks.parquet",
+            synthetic_trajectories=f"{stage_dir('sources')}/synthetic_trajectories.parquet",
+        )
+    return files
 
 
 def train_params(wildcards):
     point = TRAIN[wildcards.train_key]
     return {
         "train": CONFIG["train"],
+        "sources": CONFIG["sources"] if point.design.source != "real" else None,
         "design": asdict(point.design),
         "seeds": list(point.seeds),
         "run_keys": list(point.run_keys),

@@ -51,3 +51,27 @@ rule dedup:
         settings=CONFIG["dedup"],
     script:
         "../scripts/dedup.py"
+
+
+rule dedup_sources:
+    input:
+        synthetic_envs=rules.sources.output.synthetic_envs,
+        synthetic_tasks=rules.sources.output.synthetic_tasks,
+        real_envs=rules.dedup.output.envs,
+        heldout_envs=rules.dedup.output.heldout_envs,
+    output:
+        synthetic_envs=f"{stage_dir('dedup_sources')}/synthetic_envs.parquet",
+        synthetic_tasks=f"{stage_dir('dedup_sources')}/synthetic_tasks.parquet",
+    log:
+        stage_log("dedup_sources"),
+    conda:
+        "../../envs/core.yaml"
+    threads: 2
+    resources:
+        mem_mb=4000,
+        runtime=30,
+    params:
+        spec=SPECS["dedup_sources"],
+        settings=CONFIG["dedup"],
+    script:
+        "../scripts/dedup_sources.py"

@@ -16,24 +16,24 @@ rule table9:
         "../scripts/table.py"
 
 
-for law_table, law_title in LAW_TABLES.items():
+for table_name, table_title in {**LAW_TABLES, **PRICING_TABLES}.items():
 
     rule:
         name:
-            law_table
+            table_name
         input:
-            frame=f"{LAWS_DIR}/{law_table}.parquet",
+            frame=f"{PRICING_DIR if table_name in PRICING_TABLES else LAWS_DIR}/{table_name}.parquet",
         output:
-            markdown=f"{RESULTS}/tables/{law_table}.md",
-            csv=f"{RESULTS}/tables/{law_table}.csv",
+            markdown=f"{RESULTS}/tables/{table_name}.md",
+            csv=f"{RESULTS}/tables/{table_name}.csv",
         log:
-            f"{RESULTS}/logs/tables/{law_table}.log",
+            f"{RESULTS}/logs/tables/{table_name}.log",
         conda:
             "../../envs/core.yaml"
         threads: 1
         params:
             spec=None,
-            settings={"table": law_table, "title": law_title},
+            settings={"table": table_name, "title": table_title},
         script:
             "../scripts/table.py"
 
@@ -79,5 +79,28 @@ rule fig3:
     params:
         spec=None,
         settings={"figure": "fig3", "tier": CONFIG["laws"]["tier"], **CONFIG["report"]},
+    script:
+        "../scripts/figure.py"
+
+
+rule fig4:
+    input:
+        curves=rules.pricing.output.curves,
+        collapse=rules.pricing.output.collapse,
+    output:
+        png=report(
+            f"{RESULTS}/figures/fig4.png",
+            caption="../report/fig4.rst",
+            category="Figures",
+        ),
+        pdf=f"{RESULTS}/figures/fig4.pdf",
+    log:
+        f"{RESULTS}/logs/figures/fig4.log",
+    conda:
+        "../../envs/core.yaml"
+    threads: 1
+    params:
+        spec=None,
+        settings={"figure": "fig4", "threshold": CONFIG["pricing"]["threshold"]},
     script:
         "../scripts/figure.py"

@@ -19,3 +19,31 @@ rule synthesize:
         settings={"domain": CONFIG["domain"], "synthesize": CONFIG["synthesize"]},
     script:
         "../scripts/synthesize.py"
+
+
+rule sources:
+    input:
+        envs=rules.synthesize.output.envs,
+        tasks=rules.synthesize.output.tasks,
+    output:
+        synthetic_envs=f"{stage_dir('sources')}/synthetic_envs.parquet",
+        synthetic_tasks=f"{stage_dir('sources')}/synthetic_tasks.parquet",
+        synthetic_trajectories=f"{stage_dir('sources')}/synthetic_trajectories.parquet",
+        source_stats=f"{stage_dir('sources')}/source_stats.parquet",
+    log:
+        stage_log("sources"),
+    conda:
+        "../../envs/core.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=30,
+    params:
+        spec=SPECS["sources"],
+        settings={
+            "sources": CONFIG["sources"],
+            "methods": CONFIG["study"]["families"]["mixtures"]["methods"],
+            "common_core": CONFIG["study"]["families"]["mixtures"]["common_core"],
+        },
+    script:
+        "../scripts/synthesize_sources.py"

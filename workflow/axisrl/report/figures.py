@@ -6,6 +6,8 @@
 * ``figure3`` -- cross-axis interaction (paper Figure 3): held-out success over the
   (``d_env``, ``d_task``) grid as an annotated heatmap, with dashed iso-cost contours of the caller's
   cost model. Cells the study did not run stay blank.
+* ``figure4`` -- synthesis collapse (paper Figure 4): success relative to real-only against the
+  synthetic-to-real ratio, per axis, with the fitted logistic and r* lines.
 """
 
 from __future__ import annotations
@@ -192,3 +194,42 @@ def placeholder(message: str, png: Path, pdf: Path) -> None:
         ax.axis("off")
         ax.text(0.5, 0.5, message, ha="center", va="center", wrap=True)
     style.save(fig, png, pdf)
+
+
+def figure4(curves: pl.DataFrame, collapse: pl.DataFrame, threshold: float,
+            png_path: Path | str, pdf_path: Path | str) -> None:
+    """Synthesis collapse per axis (paper Figure 4): normalised held-out success ``s(r)`` against
+    the synthetic-to-real ratio (log x), one panel per axis and one series per source and real
+    amount, with the fitted logistic and a dashed line at each uncensored ``r*``."""
+    from axisrl.pricing import logistic
+
+    _require(curves, ("source", "axis", "real_amount", "ratio", "s", "s_lo", "s_hi"), "curves")
+    axes_present = [a for a in AXIS_ORDER if a in set(curves["axis"])]
+    fits = {(r["source"], r["real_amount"]): r for r in collapse.iter_rows(named=True)
+            if r.get("criterion") == "threshold" and r.get("status") == "ok"} if "criterion" in collapse.columns else {}
+    with style.figure_style():
+        fig, panels = plt.subplots(1, len(axes_present), figsize=(4.6 * len(axes_present), 3.8), squeeze=False,
+                                   sharey=True)
+        for panel, axis in zip(panels[0], axes_present):
+            mine = curves.filter(pl.col("axis") == axis)
+            series = mine.select("source", "real_amount").unique(maintain_order=True).iter_rows()
+            for (source, amount), color in zip(series, style.COLORS):
+                points = mine.filter((pl.col("source") == source) & (pl.col("real_amount") == amount)).sort("ratio")
+                ratio, s = points["ratio"].to_numpy(), points["s"].to_numpy()
+                error = np.vstack([s - points["s_lo"].to_numpy(), points["s_hi"].to_numpy() - s])
+                panel.errorbar(ratio, s, yerr=error, fmt="o", color=color, label=f"{source} ($D_r$={amount})")
+                fit = fits.get((source, amount))
+                if fit is not None:
+                    grid = np.exp(np.linspace(np.log(ratio.min()), np.log(ratio.max()), 200))
+                    panel.plot(grid, logistic(grid, fit["lower"], fit["upper"], fit["slope"], fit["r_mid"]),
+                               color=color)
+                    if fit["r_star"] is not None:
+                        panel.axvline(fit["r_star"], color=color, linestyle="--", linewidth=1.0)
+            panel.axhline(1.0, color="grey", linewidth=0.8)
+            panel.axhline(threshold, color="grey", linewidth=0.8, linestyle=":")
+            panel.set_xscale("log")
+            panel.xaxis.set_major_formatter(_PlainLog())
+            panel.set_xlabel(f"synthetic-to-real ratio $r$ on {style.AXIS_LABELS[axis]}")
+            panel.legend(loc="lower left")
+        panels[0][0].set_ylabel("success relative to real-only, $p(r)/p(0)$")
+    style.save(fig, png_path, pdf_path)

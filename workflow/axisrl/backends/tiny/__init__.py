@@ -1,6 +1,8 @@
 """tiny: a CPU RL backend for toolworld (GRPO or PPO on a permutation-equivariant pointer policy).
 
     result = train(envs, tasks, TrainSettings(algo="grpo", width=64), seed=0)
+    # or with synthetic trajectories in its GRPO groups (SWiRL-like replays or DreamGym-like simulation):
+    result = train(envs, tasks, settings, seed=0, synthetic=SyntheticTrajectories(4, replay=rows_by_task))
     save_checkpoint(result, "policy.pt")
     episodes = evaluate(load_policy("policy.pt"), heldout_envs, heldout_tasks, seed=0)
 
@@ -11,7 +13,7 @@ this package never changes them. Reference notes: ``shared/reference/tiny-backen
 from axisrl.backends.tiny.checkpoint import load_policy, save_checkpoint
 from axisrl.backends.tiny.evaluate import baseline_episodes, evaluate
 from axisrl.backends.tiny.policy import ToolPointer
-from axisrl.backends.tiny.train import TrainResult, TrainSettings, make_policy, train
+from axisrl.backends.tiny.train import SyntheticTrajectories, TrainResult, TrainSettings, make_policy, train
 
-__all__ = ["ToolPointer", "TrainResult", "TrainSettings", "baseline_episodes", "evaluate", "load_policy",
-           "make_policy", "save_checkpoint", "train"]
+__all__ = ["SyntheticTrajectories", "ToolPointer", "TrainResult", "TrainSettings", "baseline_episodes", "evaluate",
+           "load_policy", "make_policy", "save_checkpoint", "train"]

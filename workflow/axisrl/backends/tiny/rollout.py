@@ -4,7 +4,8 @@ An episode sits on a ``Node``: a toolworld environment, its incremental compact 
 integer features of that view. The rollouts of one GRPO group start on one node (one task, one
 anonymisation) and share it for as long as they choose alike, forking where they part, so a
 shared prefix is executed, featurised and scored once. The policy sees the live nodes' decisions
-as one ``Batch``; each rollout samples its own action from its node's scores.
+as one ``Batch``; each rollout samples its own action from its node's scores, or, replaying a
+script of calls (a synthetic trajectory), takes the candidate that plays the script's next call.
 """
 
 from __future__ import annotations
@@ -23,8 +24,9 @@ import torch
 from axisrl.backends.tiny.features import Decision, EpisodeFeatures, collate, collate_episodes
 from axisrl.backends.tiny.policy import ToolPointer, segment_entropy, segment_log_softmax
 from axisrl.domains.toolworld import ToolworldEnv
+from axisrl.domains.toolworld.canon import canonical_json
 from axisrl.domains.toolworld.render import CompactEpisode
-from axisrl.domains.toolworld.runtime import FINISH
+from axisrl.domains.toolworld.runtime import FINISH, CallError, parse_arguments
 
 
 @contextlib.contextmanager
@@ -77,9 +79,11 @@ class Node:
 
     @classmethod
     def start(cls, spec: dict[str, Any], task: Mapping[str, Any], episode_seed: int,
-              leak_primitive_role: bool | None) -> Node:
-        """``leak_primitive_role=None``: no policy features (a baseline acts on the view alone)."""
-        env = ToolworldEnv(spec, task)
+              leak_primitive_role: bool | None, env: ToolworldEnv | None = None) -> Node:
+        """``leak_primitive_role=None``: no policy features (a baseline acts on the view alone).
+        ``env``: an environment with ToolworldEnv's API to act in instead of the real one (a
+        simulated one); it is reset here."""
+        env = ToolworldEnv(spec, task) if env is None else env
         env.reset()
         compact = CompactEpisode(spec, task, episode_seed)
         features = None if leak_primitive_role is None else EpisodeFeatures(compact, leak_primitive_role)
@@ -127,6 +131,9 @@ class Episode:
     actions: list[int] = field(default_factory=list)
     log_probs: list[float] = field(default_factory=list)
     values: list[float] = field(default_factory=list)
+    label: float | None = None
+    """A replayed synthetic trajectory's claimed reward, which training uses instead of the
+    verified outcome (what a generator's or judge's label is worth is what the study measures)."""
 
     @classmethod
     def start(cls, spec: dict[str, Any], task: Mapping[str, Any], episode_seed: int,
@@ -135,9 +142,10 @@ class Episode:
 
     @classmethod
     def group(cls, spec: dict[str, Any], task: Mapping[str, Any], episode_seed: int,
-              leak_primitive_role: bool, size: int) -> list[Episode]:
-        """``size`` rollouts of one task under one anonymisation, like the samples of one prompt."""
-        node = Node.start(spec, task, episode_seed, leak_primitive_role)
+              leak_primitive_role: bool, size: int, env: ToolworldEnv | None = None) -> list[Episode]:
+        """``size`` rollouts of one task under one anonymisation, like the samples of one prompt
+        (in ``env`` if given, see ``Node.start``)."""
+        node = Node.start(spec, task, episode_seed, leak_primitive_role, env)
         return [cls(task, node) for _ in range(size)]
 
     features = property(lambda self: self.node.features)
@@ -194,6 +202,8 @@ class RolloutStats:
     """Wall time in the policy's forward passes: the share of a rollout the model is busy."""
     seconds: float = 0.0
     """Wall time of the whole rollout. The ``*_seconds`` are measured cost drivers, never compute."""
+    unmatched_steps: int = 0
+    """Scripted calls that no candidate plays (each ends its replay, truncated)."""
 
 
 def distinct(items: Sequence[Any]) -> tuple[list[Any], np.ndarray]:
@@ -208,6 +218,50 @@ def distinct(items: Sequence[Any]) -> tuple[list[Any], np.ndarray]:
             unique.append(item)
         positions[j] = u
     return unique, positions
+
+
+def call_key(call: Any) -> str | None:
+    """What makes two calls one action, so that a scripted call (in the environment's own names,
+    as a task's ``reference`` spells it) can be found among a view's candidates: the name and the
+    arguments as canonical JSON, OpenAI-style JSON-string arguments parsed and a ``finish`` answer
+    taken as the text the verifier reads. None for what is not a ``{"name", "arguments"}`` call."""
+    if not isinstance(call, Mapping) or not isinstance(call.get("name"), str):
+        return None
+    try:
+        arguments = dict(parse_arguments(call.get("arguments")))
+    except CallError:
+        return None
+    if call["name"] == FINISH and "answer" in arguments:
+        answer = arguments["answer"]
+        arguments["answer"] = (answer if isinstance(answer, str) else json.dumps(answer)).strip()
+    return canonical_json([call["name"], arguments])
+
+
+def _scripted_actions(episodes: Sequence[Episode], live: Sequence[int], scripts: Sequence[Sequence[Any]],
+                      costs: RolloutStats) -> dict[int, int]:
+    """The candidate that plays each live episode's next scripted call, by episode index. An
+    episode whose script has run out, or whose next call no candidate plays (an unmatched step),
+    ends there as truncated instead (on a fork: its node may be shared)."""
+    offered: dict[int, dict[str | None, int]] = {}
+    forced: dict[int, int] = {}
+    for k in live:
+        episode, script = episodes[k], scripts[k]
+        t = len(episode.actions)
+        if t < len(script):
+            node = episode.node
+            keys = offered.get(id(node))
+            if keys is None:  # keyed once per node, the first candidate winning a tie
+                keys = offered[id(node)] = {}
+                for c in range(len(node.compact.candidates())):
+                    keys.setdefault(call_key(node.compact.call(c)), c)
+            action = keys.get(call_key(script[t]))
+            if action is not None:
+                forced[k] = action
+                continue
+            costs.unmatched_steps += 1
+        episode.node = episode.node.fork()
+        episode.node.finish(truncated=True, costs=costs)
+    return forced
 
 
 def _step_nodes(nodes: Sequence[Node], node_of: np.ndarray, actions: np.ndarray, costs: RolloutStats) -> list[Node]:
@@ -228,10 +282,13 @@ def _step_nodes(nodes: Sequence[Node], node_of: np.ndarray, actions: np.ndarray,
 
 
 def rollout(policy: ToolPointer, episodes: Sequence[Episode], rng: np.random.Generator | None,
-            step_budget: int | None = None) -> RolloutStats:
+            step_budget: int | None = None, scripts: Sequence[Sequence[Any]] | None = None) -> RolloutStats:
     """Run ``episodes`` to the end in lockstep (sampling with ``rng``, greedy without). With a
     ``step_budget``, stop at exactly that many env steps: episodes still running are truncated.
-    Episodes that share a node (``Episode.group``) are scored once per decision point they share."""
+    Episodes that share a node (``Episode.group``) are scored once per decision point they share.
+    With ``scripts`` (a list of calls per episode) every episode is teacher-forced instead: it
+    takes the candidate that plays its script's next call (``call_key``), scored and recorded like
+    a sampled action, and ends truncated when its script runs out or no candidate plays the call."""
     stats = RolloutStats()
     start_flops = policy.flops
     started = time.perf_counter()
@@ -243,6 +300,11 @@ def rollout(policy: ToolPointer, episodes: Sequence[Episode], rng: np.random.Gen
         encoded = policy.encode_episodes(batch_of_episodes)
         live = [k for k, e in enumerate(episodes) if not e.done]
         while live:
+            if scripts is not None:
+                forced = _scripted_actions(episodes, live, scripts, stats)
+                live = [k for k in live if k in forced]
+                if not live:
+                    break
             if step_budget is not None and stats.env_steps + len(live) > step_budget:
                 for k in live[step_budget - stats.env_steps:]:
                     episodes[k].node = episodes[k].node.fork()
@@ -263,7 +325,9 @@ def rollout(policy: ToolPointer, episodes: Sequence[Episode], rng: np.random.Gen
             stats.entropy_sum += float(entropy[node_of].sum())
             log_probs = log_probs.numpy().astype(np.float64)
             starts = batch.cand_start[node_of]
-            if rng is None:
+            if scripts is not None:
+                actions = np.array([forced[k] for k in live], dtype=np.int64)
+            elif rng is None:
                 actions = choose(log_probs, batch.cand_start, batch.cand_count, None)[node_of]
             else:
                 actions = choose(log_probs, starts, batch.cand_count[node_of], rng.random(len(live)))

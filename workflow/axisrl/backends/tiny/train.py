@@ -7,9 +7,19 @@ samples of one prompt), then takes one optimiser step (GRPO) or ``ppo_epochs`` x
 steps (PPO). A non-finite score, loss, gradient or parameter ends the run with status
 ``"failed"`` and the metrics so far.
 
+Synthetic trajectories (``SyntheticTrajectories``, GRPO only) join every group: ``per_group``
+of them per task beside the ``group_size`` real rollouts, the group's advantages normalised over
+all of them as if they were more samples of the prompt. An update then takes
+``episodes_per_update // (group_size + per_group)`` tasks, so its episode count stays about
+fixed as the ratio ``per_group / group_size`` grows (as the real ``group_size`` sweep holds it).
+Their steps do not count against ``max_rollout_steps`` (a cap on real env steps); their FLOPs
+count against ``max_flops``.
+
 Randomness: ``torch.manual_seed(seed)`` for the initial weights, and separate numpy generators
 (one ``SeedSequence`` spawn each) for task sampling, episode seeds, action sampling and PPO
-minibatches. Thread counts are the caller's business.
+minibatches; synthetic trajectories (which ones are replayed, simulator seeds, simulated
+actions) draw from a generator of their own, seeded apart from those four so that asking for
+them leaves the real rollouts' streams as they were. Thread counts are the caller's business.
 """
 
 from __future__ import annotations
@@ -17,6 +27,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import hashlib
+import json
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -36,9 +47,9 @@ from axisrl.backends.tiny.algos import (
 )
 from axisrl.backends.tiny.features import collate, collate_episodes
 from axisrl.backends.tiny.policy import ToolPointer, segment_entropy, segment_log_softmax
-from axisrl.backends.tiny.rollout import Diverged, Episode, Specs, distinct, no_cyclic_gc, rollout
+from axisrl.backends.tiny.rollout import Diverged, Episode, RolloutStats, Specs, distinct, no_cyclic_gc, rollout
 
-__all__ = ["TrainResult", "TrainSettings", "make_policy", "param_hash", "train"]
+__all__ = ["SyntheticTrajectories", "TrainResult", "TrainSettings", "make_policy", "param_hash", "train"]
 
 
 @dataclass(frozen=True)
@@ -105,6 +116,40 @@ class TrainSettings:
         return cls(**values)
 
 
+@dataclass(frozen=True)
+class SyntheticTrajectories:
+    """Trajectory-axis synthetic data: ``per_group`` synthetic trajectories (``D_s``) added to each
+    task's group of ``group_size`` real rollouts (``D_r``), from exactly one source:
+
+    * ``replay`` (SWiRL-like: generated, filtered trajectories used as training signal): task id
+      -> rows with ``calls`` (canonical JSON list of tool calls in the environment's own names,
+      ending with ``finish``, like a task's ``reference``) and ``label`` (the claimed reward, which
+      is what the trajectory is trained on, not its verified outcome). Each is teacher-forced
+      through the real environment, the policy scoring every replayed decision (its log-prob is
+      the surrogate's old log-prob, as for a sampled action), and ends truncated at the first call
+      no candidate plays. A task's rows are used in a seeded order, reshuffled after each pass; a
+      task without rows gets only its real rollouts.
+    * ``simulator`` (DreamGym-like: the policy's own rollouts in a learned experience model):
+      ``simulator(spec, task, seed)`` builds an environment with ToolworldEnv's API (``reset``,
+      ``step``, ``fork``, ``verify``; it must end an episode within the spec's ``max_steps``) in
+      which ``per_group`` extra rollouts of the task are sampled, rewarded by its ``verify()``."""
+
+    per_group: int
+    replay: Mapping[str, Sequence[Mapping[str, Any]]] | None = None
+    simulator: Callable[[dict[str, Any], Mapping[str, Any], int], Any] | None = None
+
+    def __post_init__(self) -> None:
+        if self.per_group < 0:
+            raise ValueError(f"per_group must be >= 0, got {self.per_group}")
+        if (self.replay is None) == (self.simulator is None):
+            raise ValueError("synthetic trajectories need exactly one of replay and simulator")
+
+
+SYNTHETIC_STREAM = 0x53594E
+"""Seeds the synthetic trajectories' generator, ``SeedSequence([seed, SYNTHETIC_STREAM])``, apart
+from the run's ``SeedSequence(seed).spawn(4)``."""
+
+
 @dataclass
 class TrainResult:
     """``status``: "ok", or "failed" when the run diverged (``metrics`` then stop before it).
@@ -114,8 +159,20 @@ class TrainResult:
     ``kl_coef > 0``, else 0; PPO: mean old - new log-prob of the last minibatch), loss, grad_norm
     (before clipping), env_steps, scored_decisions (distinct decision points scored: a group's
     shared prefix once), gradient_steps (decisions in the loss with a non-zero weight: GRPO skips
-    zero-advantage episodes; PPO trains every decision), episodes, rollout_flops, train_flops, zero_variance_groups and groups. ``compute``: their totals plus updates, distinct_tasks_seen, distinct_envs_seen,
-    failed_episodes (not verified) and truncated_episodes (stopped without ``finish``)."""
+    zero-advantage episodes; PPO trains every decision), episodes, rollout_flops, train_flops,
+    zero_variance_groups and groups. ``compute``: their totals plus updates, distinct_tasks_seen,
+    distinct_envs_seen, failed_episodes (not verified) and truncated_episodes (stopped without
+    ``finish``).
+
+    Synthetic trajectories are compute like any other: their scored decisions, FLOPs and
+    gradient steps count in scored_decisions, rollout_flops, train_flops and gradient_steps, and
+    they are group members for zero_variance_groups. What the agent did stays real: reward_mean,
+    success_mean, entropy, env_steps, episodes, failed_episodes and truncated_episodes are over the
+    real rollouts only. Rows (and ``compute``, as totals) add synthetic_episodes,
+    synthetic_env_steps (replayed steps in the real environment, or simulated steps),
+    synthetic_unmatched_steps (replayed calls no candidate plays) and synthetic_missing_tasks
+    (tasks drawn without replay rows); rows add synthetic_reward_mean (the trained score of the
+    update's synthetic trajectories: replay labels, simulated rewards; None without any)."""
 
     status: str
     metrics: list[dict[str, Any]]
@@ -130,6 +187,7 @@ class TrainResult:
 
 
 COST_DRIVERS = ("env_seconds", "env_calls", "verifier_seconds", "verifier_calls", "policy_seconds")
+SYNTHETIC_COUNTS = ("synthetic_episodes", "synthetic_env_steps", "synthetic_unmatched_steps", "synthetic_missing_tasks")
 
 
 def param_hash(policy: torch.nn.Module) -> str:
@@ -145,7 +203,7 @@ def make_policy(settings: TrainSettings) -> ToolPointer:
 
 
 class TaskSampler:
-    """Walks a seeded shuffle of the tasks, reshuffling after each full pass."""
+    """Walks a seeded shuffle of the tasks (or of one task's replay rows), reshuffling after each full pass."""
 
     def __init__(self, n_tasks: int, rng: np.random.Generator) -> None:
         self.n, self.rng = n_tasks, rng
@@ -161,7 +219,61 @@ class TaskSampler:
 
 
 def _scores(episodes: Sequence[Episode], density: str) -> torch.Tensor:
-    return torch.tensor([e.reward if density == "sparse" else e.partial for e in episodes], dtype=torch.float32)
+    """What each episode is trained on: its outcome (sparse or dense), or a replay's claimed label."""
+    return torch.tensor([e.label if e.label is not None else e.reward if density == "sparse" else e.partial
+                         for e in episodes], dtype=torch.float32)
+
+
+def _zero_variance_groups(scores: torch.Tensor, group: torch.Tensor) -> int:
+    """Groups of two or more whose scores are all equal: every advantage in them is zero."""
+    count = 0
+    for g in group.unique():
+        members = scores[group == g]
+        count += len(members) > 1 and bool(members.max() == members.min())
+    return count
+
+
+class Synthesizer:
+    """Builds each update's synthetic trajectories (see ``SyntheticTrajectories``) from their own
+    generator; a task's replay rows are walked like the tasks (``TaskSampler``)."""
+
+    def __init__(self, synthetic: SyntheticTrajectories, specs: Specs, leak_primitive_role: bool, seed: int) -> None:
+        self.synthetic, self.specs, self.leak = synthetic, specs, leak_primitive_role
+        self.rng = np.random.default_rng(np.random.SeedSequence([seed, SYNTHETIC_STREAM]))
+        self.samplers: dict[str, TaskSampler] = {}
+
+    def episodes(self, chosen: Sequence[Mapping[str, Any]], episode_seeds: np.ndarray
+                 ) -> tuple[list[Episode], list[int], list[list[Any]] | None, int]:
+        """(episodes, the group of each, replay scripts or None when simulated, tasks without rows).
+        Each task's trajectories share a start node of their own under the group's anonymisation."""
+        size, replay, simulator = self.synthetic.per_group, self.synthetic.replay, self.synthetic.simulator
+        episodes: list[Episode] = []
+        groups: list[int] = []
+        scripts: list[list[Any]] = []
+        missing = 0
+        for g, task in enumerate(chosen):
+            spec, episode_seed = self.specs[task["env_id"]], int(episode_seeds[g])
+            if simulator is not None:
+                env = simulator(spec, task, int(self.rng.integers(0, 2**62)))
+                group = Episode.group(spec, task, episode_seed, self.leak, size, env)
+            else:
+                rows = replay.get(task["task_id"], ())
+                if not rows:
+                    missing += 1
+                    continue
+                group = Episode.group(spec, task, episode_seed, self.leak, size)
+                picks = self.samplers.setdefault(task["task_id"], TaskSampler(len(rows), self.rng)).take(size)
+                for episode, pick in zip(group, picks):
+                    episode.label = float(rows[pick]["label"])
+                    scripts.append(json.loads(rows[pick]["calls"]))
+            episodes += group
+            groups += [g] * size
+        return episodes, groups, None if replay is None else scripts, missing
+
+    def rollout(self, policy: ToolPointer, episodes: Sequence[Episode], scripts: list[list[Any]] | None
+                ) -> RolloutStats:
+        """Replays are teacher-forced; simulated rollouts sample from the synthetic generator."""
+        return rollout(policy, episodes, self.rng if scripts is None else None, scripts=scripts)
 
 
 def _padded(episodes: Sequence[Episode], horizon: int) -> tuple[torch.Tensor, torch.Tensor, np.ndarray]:
@@ -316,17 +428,23 @@ def ppo_update(policy: ToolPointer, optimizer: torch.optim.Optimizer, episodes: 
 
 
 def train(envs: Sequence[Mapping[str, Any]], tasks: Sequence[Mapping[str, Any]], settings: TrainSettings,
-          seed: int, progress: Callable[[dict[str, Any]], None] | None = None) -> TrainResult:
-    """Train a fresh policy on ``tasks`` (rows of env ``envs``); see the module docstring."""
+          seed: int, progress: Callable[[dict[str, Any]], None] | None = None,
+          synthetic: SyntheticTrajectories | None = None) -> TrainResult:
+    """Train a fresh policy on ``tasks`` (rows of env ``envs``), with ``synthetic`` trajectories in
+    its groups if given; see the module docstring."""
     with no_cyclic_gc():
-        return _train(envs, tasks, settings, seed, progress)
+        return _train(envs, tasks, settings, seed, progress, synthetic)
 
 
 def _train(envs: Sequence[Mapping[str, Any]], tasks: Sequence[Mapping[str, Any]], settings: TrainSettings,
-           seed: int, progress: Callable[[dict[str, Any]], None] | None) -> TrainResult:
+           seed: int, progress: Callable[[dict[str, Any]], None] | None,
+           synthetic: SyntheticTrajectories | None) -> TrainResult:
     if not tasks:
         raise ValueError("no training tasks")
     s = settings
+    per_group = 0 if synthetic is None else synthetic.per_group
+    if per_group and s.algo != "grpo":
+        raise ValueError(f"synthetic trajectories join GRPO groups; algo {s.algo!r} has none (use algo='grpo')")
     torch.manual_seed(seed)
     torch.use_deterministic_algorithms(True)
     task_rng, seed_rng, action_rng, batch_rng = (np.random.default_rng(child)
@@ -338,11 +456,13 @@ def _train(envs: Sequence[Mapping[str, Any]], tasks: Sequence[Mapping[str, Any]]
     optimizer.zero_grad(set_to_none=True)
     sampler = TaskSampler(len(tasks), task_rng)
     horizon = max(spec["max_steps"] for spec in specs.by_id.values())
-    group_count = max(1, s.episodes_per_update // s.group_size)
+    group_count = max(1, s.episodes_per_update // (s.group_size + per_group))
+    synthesizer = Synthesizer(synthetic, specs, s.leak_primitive_role, seed) if per_group else None
 
     metrics: list[dict[str, Any]] = []
     totals = {"rollout_flops": 0, "train_flops": 0, "env_steps": 0, "scored_decisions": 0, "gradient_steps": 0,
-              "episodes": 0, "updates": 0, "zero_variance_groups": 0, "failed_episodes": 0, "truncated_episodes": 0}
+              "episodes": 0, "updates": 0, "zero_variance_groups": 0, "failed_episodes": 0, "truncated_episodes": 0,
+              **dict.fromkeys(SYNTHETIC_COUNTS, 0)}
     seen_tasks: set[str] = set()
     seen_envs: set[str] = set()
     timings = dict.fromkeys(("rollout_seconds", "train_seconds", "rollout_wall_seconds", *COST_DRIVERS), 0.0)
@@ -358,13 +478,18 @@ def _train(envs: Sequence[Mapping[str, Any]], tasks: Sequence[Mapping[str, Any]]
         episodes = [episode for g, task in enumerate(chosen)
                     for episode in Episode.group(specs[task["env_id"]], task, int(episode_seeds[g]),
                                                  s.leak_primitive_role, s.group_size)]
-        group = torch.arange(group_count).repeat_interleave(s.group_size)
+        synthetic_episodes, synthetic_groups, scripts, missing = (
+            synthesizer.episodes(chosen, episode_seeds) if synthesizer is not None else ([], [], None, 0))
+        group = torch.cat([torch.arange(group_count).repeat_interleave(s.group_size),
+                           torch.tensor(synthetic_groups, dtype=torch.int64)])
         budget = None if s.max_rollout_steps is None else s.max_rollout_steps - totals["env_steps"]
         try:
             stats = rollout(policy, episodes, action_rng, budget)
+            synthetic_stats = (synthesizer.rollout(policy, synthetic_episodes, scripts) if synthetic_episodes
+                               else RolloutStats())
             rolled = time.process_time()
             if s.algo == "grpo":
-                out = grpo_update(policy, reference, optimizer, episodes, group, s, horizon)
+                out = grpo_update(policy, reference, optimizer, episodes + synthetic_episodes, group, s, horizon)
             else:
                 out = ppo_update(policy, optimizer, episodes, s, horizon, batch_rng)
         except Diverged:
@@ -373,21 +498,25 @@ def _train(envs: Sequence[Mapping[str, Any]], tasks: Sequence[Mapping[str, Any]]
         timings["rollout_seconds"] += rolled - started
         timings["train_seconds"] += time.process_time() - rolled
         for key in COST_DRIVERS:
-            timings[key] += getattr(stats, key)
-        timings["rollout_wall_seconds"] += stats.seconds
+            timings[key] += getattr(stats, key) + getattr(synthetic_stats, key)
+        timings["rollout_wall_seconds"] += stats.seconds + synthetic_stats.seconds
 
-        rewards = _scores(episodes, s.reward_density).view(group_count, s.group_size)
-        zero_variance = int((rewards.max(1).values == rewards.min(1).values).sum()) if s.group_size > 1 else 0
+        rewards = _scores(episodes, s.reward_density)
+        synthetic_rewards = _scores(synthetic_episodes, s.reward_density)
+        zero_variance = _zero_variance_groups(torch.cat([rewards, synthetic_rewards]), group)
         row = {"update": update, "reward_mean": float(rewards.mean()),
                "success_mean": float(np.mean([e.success for e in episodes])),
                "entropy": stats.entropy_sum / max(stats.decisions, 1), "kl": out["kl"], "loss": out["loss"],
                "grad_norm": out["grad_norm"], "env_steps": stats.env_steps, "episodes": len(episodes),
-               "scored_decisions": stats.scored_decisions, "gradient_steps": out["gradient_steps"],
-               "rollout_flops": stats.flops, "train_flops": out["train_flops"],
-               "zero_variance_groups": zero_variance, "groups": group_count}
+               "scored_decisions": stats.scored_decisions + synthetic_stats.scored_decisions,
+               "gradient_steps": out["gradient_steps"], "rollout_flops": stats.flops + synthetic_stats.flops,
+               "train_flops": out["train_flops"], "zero_variance_groups": zero_variance, "groups": group_count,
+               "synthetic_episodes": len(synthetic_episodes), "synthetic_env_steps": synthetic_stats.env_steps,
+               "synthetic_unmatched_steps": synthetic_stats.unmatched_steps, "synthetic_missing_tasks": missing,
+               "synthetic_reward_mean": float(synthetic_rewards.mean()) if synthetic_episodes else None}
         metrics.append(row)
         for key in ("rollout_flops", "train_flops", "env_steps", "scored_decisions", "gradient_steps", "episodes",
-                    "zero_variance_groups"):
+                    "zero_variance_groups", *SYNTHETIC_COUNTS):
             totals[key] += row[key]
         totals["updates"] += 1
         totals["failed_episodes"] += sum(not e.success for e in episodes)
