@@ -25,7 +25,10 @@ try:
     CONFIG = validate_config(config, SCHEMA)
     SPECS = stage_specs(CONFIG, SCHEMA)
     PLAN_SPEC, PLAN_ROWS, POINTS, COLLECT_SPEC = study_jobs(
-        CONFIG, hashed_part(CONFIG, SCHEMA), SPECS["dedup"].key, SPECS["dedup_sources"].key
+        CONFIG,
+        hashed_part(CONFIG, SCHEMA),
+        SPECS["dedup"].key,
+        SPECS["dedup_sources"].key,
     )
 except ConfigError as error:
     raise WorkflowError(str(error)) from None
@@ -51,7 +54,8 @@ PRICING_POINTS = [
     for point in pricing_points(CONFIG["study"])
 ]
 UNIT_COSTS = {
-    method: values["unit_cost"] for method, values in CONFIG["sources"]["methods"].items()
+    method: values["unit_cost"]
+    for method, values in CONFIG["sources"]["methods"].items()
 }
 PRICING_SPEC = StageSpec(
     "pricing",

@@ -86,9 +86,32 @@ class CandidateBlock:
     since a block is reused by every decision until its tool's candidates change."""
 
     count: int
-    arg_cand: np.ndarray
-    arg_param: np.ndarray
-    arg_val: np.ndarray
+    args: np.ndarray
+    """(3, filled arguments): candidate row within the block, parameter row, pointed value."""
+
+
+@dataclass(frozen=True, slots=True)
+class Candidates:
+    """The blocks of one decision (one per tool position, in order) stacked, so that ``collate``
+    concatenates a few arrays per decision rather than per block. A decision reuses the previous
+    one's while none of the episode's blocks changed (most steps change a few tools, if any)."""
+
+    count: int
+    block_count: np.ndarray
+    """Candidates per tool position."""
+    tool: np.ndarray
+    """The tool position of each candidate."""
+    args: np.ndarray
+    """(3, filled arguments): candidate row within the decision, parameter row, pointed value."""
+
+    @classmethod
+    def stack(cls, blocks: Sequence[CandidateBlock]) -> Candidates:
+        counts = [block.count for block in blocks]
+        block_count = np.array(counts, dtype=np.int64)
+        starts = np.cumsum(block_count) - block_count
+        args = np.concatenate([block.args for block in blocks], axis=1)
+        args[0] += np.repeat(starts, [block.args.shape[1] for block in blocks])
+        return cls(sum(counts), block_count, np.repeat(np.arange(len(counts)), block_count), args)
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,7 +144,7 @@ class Decision:
     val_tok: list[int]
     val_type: list[int]
     val_type_tok: list[int]
-    blocks: list[CandidateBlock]
+    candidates: Candidates
 
 
 class EpisodeFeatures:
@@ -167,9 +190,12 @@ class EpisodeFeatures:
         self.n_static = len(self.sym_kind)
         self.steps: list[HistoryStep] = []
         self.step_cache: dict[tuple[tuple[str, ...], ...], HistoryStep] = {}
-        self.blocks: dict[int, tuple[list[list[int]], CandidateBlock]] = {}
+        self.block_rows: list[list[list[int]] | None] = [None] * len(compact.tools)
+        self.blocks: list[CandidateBlock | None] = [None] * len(compact.tools)
         """Per tool position, the compact view's candidate rows and their block: rows are replaced,
         never modified, when they change, so the same list means the same block."""
+        self.candidates: Candidates | None = None
+        """The stacked ``blocks``, valid while every entry of ``block_rows`` is the view's."""
         self.val_tok: list[int] = []
         self.val_type: list[int] = []
         self.val_type_tok: list[int] = []
@@ -179,7 +205,8 @@ class EpisodeFeatures:
         fixed for the episode, are shared."""
         other = copy.copy(self)
         other.compact = compact
-        other.symbols, other.step_cache, other.blocks = dict(self.symbols), dict(self.step_cache), dict(self.blocks)
+        other.symbols, other.step_cache = dict(self.symbols), dict(self.step_cache)
+        other.block_rows, other.blocks = list(self.block_rows), list(self.blocks)
         other.sym_kind, other.sym_slot, other.steps = list(self.sym_kind), list(self.sym_slot), list(self.steps)
         other.val_tok, other.val_type, other.val_type_tok = list(self.val_tok), list(self.val_type), list(self.val_type_tok)
         return other
@@ -235,8 +262,7 @@ class EpisodeFeatures:
                     arg_cand.append(c)
                     arg_param.append(start + j)
                     arg_val.append(pointer)
-        args = np.array([arg_cand, arg_param, arg_val], dtype=np.int64).reshape(3, -1)
-        return CandidateBlock(len(rows), args[0], args[1], args[2])
+        return CandidateBlock(len(rows), np.array([arg_cand, arg_param, arg_val], dtype=np.int64).reshape(3, -1))
 
     def decision(self) -> Decision:
         compact = self.compact
@@ -268,14 +294,15 @@ class EpisodeFeatures:
             occ_feature += step.features[age]
             occ_step += [s] * len(step.toks)
 
-        blocks = []
-        for position, rows in enumerate(compact.blocks):
-            cached = self.blocks.get(position)
-            if cached is None or cached[0] is not rows:
-                cached = self.blocks[position] = (rows, self._block(position, rows))
-            blocks.append(cached[1])
-        return Decision(len(self.sym_kind), self.sym_kind, self.sym_slot, len(compact.steps), occ_tok, occ_partner, occ_feature, occ_step,
-                        [step.tool for step in recent], list(ages), val_tok, val_type, val_type_tok, blocks)
+        rows = compact.blocks
+        if self.candidates is None or any(new is not old for new, old in zip(rows, self.block_rows)):
+            for position, (new, old) in enumerate(zip(rows, self.block_rows)):
+                if new is not old:
+                    self.block_rows[position], self.blocks[position] = new, self._block(position, new)
+            self.candidates = Candidates.stack(self.blocks)
+        return Decision(len(self.sym_kind), self.sym_kind, self.sym_slot, len(compact.steps), occ_tok, occ_partner,
+                        occ_feature, occ_step, [step.tool for step in recent], list(ages), val_tok, val_type,
+                        val_type_tok, self.candidates)
 
 
 @dataclass
@@ -415,25 +442,23 @@ def collate(episodes: EpisodeBatch, decisions: Sequence[Decision], rows: Sequenc
     step_tool = _flat([d.step_tool for d in decisions])
     step_tool = np.where(step_tool >= 0, step_tool + episodes.tool_base[ep[step_dec]], len(episodes.tool_table))
 
-    blocks = [block for d in decisions for block in d.blocks]  # one per tool position, in order
-    n_blocks = _lengths([d.blocks for d in decisions])
-    block_dec = np.repeat(np.arange(n), n_blocks)
-    block_position = np.arange(len(blocks)) - np.repeat(_offsets(n_blocks), n_blocks)
-    block_cands = np.fromiter((block.count for block in blocks), dtype=np.int64, count=len(blocks))
+    candidates = [d.candidates for d in decisions]
+    block_cands = np.concatenate([c.block_count for c in candidates])  # one per tool position, in order
     block_start = _offsets(block_cands)
     # every candidate of a tool that a recent step called, paired with that step
     position = _flat([d.step_tool for d in decisions])
     called = np.flatnonzero(position >= 0)
-    called_block = _offsets(n_blocks)[step_dec[called]] + position[called]
+    called_block = _offsets(_lengths([c.block_count for c in candidates]))[step_dec[called]] + position[called]
     repeats = block_cands[called_block]
     recall_step = np.repeat(called, repeats)
     recall_cand = np.repeat(block_start[called_block] - _offsets(repeats), repeats) + np.arange(repeats.sum())
-    block_args = np.fromiter((len(block.arg_cand) for block in blocks), dtype=np.int64, count=len(blocks))
-    cand_count = np.bincount(block_dec, weights=block_cands, minlength=n).astype(np.int64)
+    cand_count = np.fromiter((c.count for c in candidates), dtype=np.int64, count=n)
+    cand_start = _offsets(cand_count)
     cand_dec = np.repeat(np.arange(n), cand_count)
-    arg_dec = np.repeat(block_dec, block_args)
+    args = np.concatenate([c.args for c in candidates], axis=1)
+    arg_dec = np.repeat(np.arange(n), [c.args.shape[1] for c in candidates])
     val_len = _lengths([d.val_tok for d in decisions])
-    arg_val = np.concatenate([block.arg_val for block in blocks]) + _offsets(val_len)[arg_dec]
+    arg_val = args[2] + _offsets(val_len)[arg_dec]
     used, arg_val = np.unique(arg_val, return_inverse=True)
     val_dec = np.repeat(np.arange(n), val_len)[used]
 
@@ -456,12 +481,12 @@ def collate(episodes: EpisodeBatch, decisions: Sequence[Decision], rows: Sequenc
         val_type=_tensor(_flat([d.val_type for d in decisions])[used]),
         val_type_tok=_tensor(_shift_tokens(_flat([d.val_type_tok for d in decisions])[used], dsym_base[val_dec])),
         cand_decision=_tensor(cand_dec),
-        cand_tool=_tensor(np.repeat(block_position, block_cands) + episodes.tool_base[ep[cand_dec]]),
-        arg_cand=_tensor(np.concatenate([block.arg_cand for block in blocks]) + np.repeat(block_start, block_args)),
-        arg_param=_tensor(np.concatenate([block.arg_param for block in blocks]) + episodes.param_base[ep[arg_dec]]),
+        cand_tool=_tensor(np.concatenate([c.tool for c in candidates]) + episodes.tool_base[ep[cand_dec]]),
+        arg_cand=_tensor(args[0] + cand_start[arg_dec]),
+        arg_param=_tensor(args[1] + episodes.param_base[ep[arg_dec]]),
         arg_val=_tensor(arg_val),
         recall_cand=_tensor(recall_cand),
         recall_step=_tensor(recall_step),
-        cand_start=_offsets(cand_count),
+        cand_start=cand_start,
         cand_count=cand_count,
     )

@@ -190,6 +190,17 @@ COST_DRIVERS = ("env_seconds", "env_calls", "verifier_seconds", "verifier_calls"
 SYNTHETIC_COUNTS = ("synthetic_episodes", "synthetic_env_steps", "synthetic_unmatched_steps", "synthetic_missing_tasks")
 
 
+def _deterministic_eager_ops() -> None:
+    """``torch.use_deterministic_algorithms(True)`` for eager ops only: the public setter also
+    imports ``torch._inductor`` to set its config (1.7 s per process, a tenth of a default train
+    job), and nothing here is compiled."""
+    setter = getattr(torch._C, "_set_deterministic_algorithms", None)
+    if setter is None:
+        torch.use_deterministic_algorithms(True)
+    else:
+        setter(True)
+
+
 def param_hash(policy: torch.nn.Module) -> str:
     digest = hashlib.sha256()
     for name, tensor in policy.state_dict().items():
@@ -446,7 +457,7 @@ def _train(envs: Sequence[Mapping[str, Any]], tasks: Sequence[Mapping[str, Any]]
     if per_group and s.algo != "grpo":
         raise ValueError(f"synthetic trajectories join GRPO groups; algo {s.algo!r} has none (use algo='grpo')")
     torch.manual_seed(seed)
-    torch.use_deterministic_algorithms(True)
+    _deterministic_eager_ops()
     task_rng, seed_rng, action_rng, batch_rng = (np.random.default_rng(child)
                                                  for child in np.random.SeedSequence(seed).spawn(4))
     specs = Specs(envs)

@@ -696,6 +696,11 @@ class CompactEpisode:
         self.rt, self.state, self.plans = rt, view, layout.plans
         self.ordered: list[Tool | None] = [rt.tools[k] if k < len(rt.tools) else None for k in slots.tool_order]
         self.tool_index = {(tool.sym if tool else FINISH): k for k, tool in enumerate(self.ordered)}
+        self.watchers: dict[tuple, list[int]] = {}
+        """Pointer group -> the positions of the tools whose candidates draw from it."""
+        for position, tool in enumerate(self.ordered):
+            for group in self.plans[tool.sym].groups if tool else ():
+                self.watchers.setdefault(group, []).append(position)
         self.parsed_goal = Goal.parse(task["goal"])
         self.goal = _goal_tokens(view, self.parsed_goal)
         view.writable.update(range(len(view.values)))
@@ -763,13 +768,18 @@ class CompactEpisode:
         if derived != self._derived:
             grown.add(("int",))
             self._derived = derived
-        for position, tool in enumerate(self.ordered):
-            if tool is None:  # finish: no answer, or any visible value
-                if answers != self._answers:
-                    self._answers = list(answers)
-                    self.blocks[position] = [[position, -1]] + [[position, k] for k in answers]
-            elif self.blocks[position] is None or not grown.isdisjoint(self.plans[tool.sym].groups):
+        if self._answers is None:  # the first view: every tool's candidates
+            stale: set[int] | range = range(len(self.ordered))
+        else:
+            stale = {position for group in grown for position in self.watchers.get(group, ())}
+        for position in stale:
+            tool = self.ordered[position]
+            if tool is not None:
                 self.blocks[position] = self.plans[tool.sym].candidates(self.rt, tool.table, position, typed, groups)
+        if answers != self._answers:  # finish: no answer, or any visible value
+            self._answers = list(answers)
+            position = self.tool_index[FINISH]
+            self.blocks[position] = [[position, -1]] + [[position, k] for k in answers]
         self._current = values, typed, list(itertools.chain.from_iterable(self.blocks))
         return self._current
 

@@ -193,6 +193,11 @@ class Runtime:
         self.tool_by_name: dict[str, Tool] = {tool.name: tool for tool in self.tools}
         self.tool_by_sym: dict[str, Tool] = {tool.sym: tool for tool in self.tools}
         self.initial: State = {t: {i: row for i, row in rows} for t, rows in spec["state"].items()}
+        self._ids: dict[tuple[str, str], int | None] = {}
+        self._calls: dict[tuple, Call] = {}
+        """Memos of ``parse_id`` and of ``decode_call``'s successes: an episode's calls and ids
+        repeat across steps, forks and the rollouts of a group, and each is decoded twice (by
+        the env and by the compact view's history)."""
 
     # ------------------------------------------------------------------------------- compile
 
@@ -260,8 +265,19 @@ class Runtime:
         return t.prefix + format(ident, t.id_format)
 
     def parse_id(self, table: str, text: Any) -> int | None:
+        if not isinstance(text, str):
+            return None
+        key = (table, text)
+        if key in self._ids:
+            return self._ids[key]
+        ident = self._parse_id(table, text)
+        if len(self._ids) < _MEMO_SIZE:
+            self._ids[key] = ident
+        return ident
+
+    def _parse_id(self, table: str, text: str) -> int | None:
         t = self.tables[table]
-        if not isinstance(text, str) or not text.startswith(t.prefix):
+        if not text.startswith(t.prefix):
             return None
         try:
             ident = int(text[len(t.prefix):], self.radix)
@@ -326,7 +342,17 @@ class Runtime:
         return {"name": tool.name, "arguments": out}
 
     def decode_call(self, call: Any) -> Call:
-        """Validate an agent's call and translate it to the internal layer (raises CallError)."""
+        """Validate an agent's call and translate it to the internal layer (raises CallError).
+        The returned args may be shared with earlier callers: read them, never modify them."""
+        key = _call_key(call)
+        decoded = self._calls.get(key) if key is not None else None
+        if decoded is None:
+            decoded = self._decode_call(call)
+            if key is not None and len(self._calls) < _MEMO_SIZE:
+                self._calls[key] = decoded
+        return decoded
+
+    def _decode_call(self, call: Any) -> Call:
         if not isinstance(call, Mapping) or not isinstance(call.get("name"), str):
             raise CallError("bad_call", 'a call must be {"name": <tool>, "arguments": {...}}')
         tool = self.tool_by_name.get(call["name"])
@@ -568,6 +594,23 @@ class Runtime:
             met += expected_answer is not None and answer_matches(answer, expected_answer, self.answer_mode)
         return met, total
 
+
+def _call_key(call: Any) -> tuple | None:
+    """A hashable key for a call whose arguments are a dict of plain strings and integers (bools
+    and floats are left out: ``True == 1 == 1.0`` would merge calls that decode differently)."""
+    if not isinstance(call, dict) or not isinstance(call.get("name"), str):
+        return None
+    arguments = call.get("arguments")
+    if not isinstance(arguments, dict):
+        return None
+    for value in arguments.values():
+        if type(value) is not str and type(value) is not int:
+            return None
+    return call["name"], *arguments.items()
+
+
+_MEMO_SIZE = 4096
+"""Entries per memo of one runtime."""
 
 _CACHE: dict[int, tuple[Spec, Runtime]] = {}
 _CACHE_SIZE = 1024
