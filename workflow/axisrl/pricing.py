@@ -59,8 +59,9 @@ class RealLaw:
     status: str
 
     def invert(self, loss: float | np.ndarray) -> float | np.ndarray:
-        """Real amount that reaches ``loss`` under the law."""
-        return (np.asarray(loss) / self.A) ** (-1.0 / self.alpha)
+        """Real amount that reaches ``loss`` under the law (inf where a flat bootstrap law overflows)."""
+        with np.errstate(over="ignore"):
+            return (np.asarray(loss) / self.A) ** (-1.0 / self.alpha)
 
 
 def _failed_law(status: str) -> RealLaw:
@@ -189,7 +190,16 @@ def _fit_logistic(ratio: np.ndarray, s: np.ndarray, sd: np.ndarray, starts: Sequ
         lower, drop, slope, log_mid = theta
         return (lower + drop / (1.0 + np.exp(slope * (log_r - log_mid))) - s) / sd
 
-    fits = [optimize.least_squares(residual, np.clip(x0, bounds[0], bounds[1]), bounds=bounds) for x0 in starts]
+    def jacobian(theta: np.ndarray) -> np.ndarray:
+        _, drop, slope, log_mid = theta
+        u = np.exp(slope * (log_r - log_mid))
+        g = 1.0 / (1.0 + u)
+        return np.column_stack([np.ones_like(g), g, -drop * u * g * g * (log_r - log_mid),
+                                drop * u * g * g * slope]) / sd[:, None]
+
+    fits = [optimize.least_squares(residual, np.clip(x0, bounds[0], bounds[1]), jac=jacobian, bounds=bounds,
+                                   x_scale="jac", ftol=1e-6, xtol=1e-6)
+            for x0 in starts]
     return min(fits, key=lambda f: f.cost).x
 
 
@@ -268,12 +278,26 @@ def _peak(law: RealLaw, ratio: np.ndarray, successes: np.ndarray, trials: np.nda
     stats = point_statistics(index, successes, trials, len(grid))
     sd = np.sqrt(np.maximum(stats.var_loss, 1e-12))
 
+    log_grid = np.log(np.where(grid > 0, grid, 1.0))
+
     def residual(theta: np.ndarray) -> np.ndarray:
         return (mixing_loss(grid, law, real_amount, *theta) - stats.loss) / sd
 
+    def jacobian(theta: np.ndarray) -> np.ndarray:
+        kappa0, r_s, harm, power = theta
+        decay = np.exp(-grid / r_s)
+        d_eff = real_amount * (1.0 + kappa0 * r_s * (1.0 - decay))
+        slope = -law.alpha * law.A * d_eff ** (-law.alpha - 1.0) * real_amount
+        harm_term = grid ** power
+        return np.column_stack([slope * r_s * (1.0 - decay),
+                                slope * kappa0 * (1.0 - decay - grid / r_s * decay),
+                                harm_term, harm * harm_term * log_grid]) / sd[:, None]
+
     if starts is None:
         starts = [np.array([k0, 4.0, hh, 1.0]) for k0 in (0.2, 1.0) for hh in (1e-3, 0.05)]
-    fit = min((optimize.least_squares(residual, x0, bounds=_HARM_BOUNDS) for x0 in starts), key=lambda f: f.cost)
+    fit = min((optimize.least_squares(residual, x0, jac=jacobian, bounds=_HARM_BOUNDS, x_scale="jac", ftol=1e-6,
+                                      xtol=1e-6) for x0 in starts),
+              key=lambda f: f.cost)
     dense = np.exp(np.linspace(np.log(r_min), np.log(r_max), 401))
     best = int(np.argmin(mixing_loss(dense, law, real_amount, *fit.x)))
     return (-np.inf if best == 0 else np.inf if best == len(dense) - 1 else float(dense[best])), fit.x
@@ -419,10 +443,21 @@ REPRESENTATIVES = {"d_env": "awm", "d_task": "autoplay", "d_traj": "swirl"}
 the axis stands in when the study does not run it."""
 
 
+KAPPA_SHOWN_MAX = 1e3
+"""Tables show a bound beyond this as ``>1e3``: near-flat bootstrap laws invert to astronomically
+large amounts, which says "unbounded", not a number (the Parquet keeps the value)."""
+
+
+def _bound(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return f">{KAPPA_SHOWN_MAX:.0e}".replace("+0", "") if value > KAPPA_SHOWN_MAX else f"{value:.3g}"
+
+
 def _interval(value: float | None, lo: float | None, hi: float | None) -> str:
     if value is None:
         return "-"
-    return f"{value:.3g} [{'-' if lo is None else f'{lo:.3g}'}, {'-' if hi is None else f'{hi:.3g}'}]"
+    return f"{_bound(value)} [{_bound(lo)}, {_bound(hi)}]"
 
 
 def _r_star(row: dict, name: str) -> str:
