@@ -19,6 +19,7 @@ from axisrl.config import StageSpec
 from conftest import copy_workflow, snakemake
 
 SMOKE = ("--configfile", "config/studies/smoke.yaml")
+MIXTURES = ("--configfile", "config/studies/smoke.yaml", "config/studies/smoke-mixtures.yaml")
 POOLS = ("envs", "tasks", "heldout_envs", "heldout_tasks", "placebo_envs", "placebo_tasks")
 STAGE_FILES = {
     "synthesize": POOLS,
@@ -234,14 +235,24 @@ def test_a_fit_option_reruns_the_analysis_only(smoke_run):
 
 
 @pytest.mark.slow
-def test_mixtures_flow_from_sources_to_pricing_tables_and_figure4(smoke_run):
+def test_without_mixtures_pricing_says_not_run(smoke_run):
+    (pricing_dir,) = (smoke_run / "results" / "pricing").iterdir()
+    assert pl.read_parquet(pricing_dir / "table3.parquet")["status"].to_list() == ["not_run"]
+    assert not (smoke_run / "results" / "sources").exists()  # a study without mixtures never synthesizes them
+
+
+@pytest.mark.slow
+def test_mixtures_flow_from_sources_to_pricing_tables_and_figure4(tmp_path):
     """Synthetic sources carry their source through dedup and training; pricing writes a row per
     source (saying why, where the smoke grid is too small for a fit) and Figure 4 is drawn."""
     from axisrl.targets import PRICING_FRAMES, PRICING_TABLES
 
+    smoke_run = copy_workflow(tmp_path)
+    snakemake(smoke_run, "--cores", "2", *MIXTURES)
+
     (sources_dir,) = (smoke_run / "results" / "dedup_sources").iterdir()
     tasks = pl.read_parquet(sources_dir / "synthetic_tasks.parquet")
-    assert set(tasks["source"]) == {"awm", "sca"} and "keep" in tasks.columns
+    assert set(tasks["source"]) == {"awm"} and "keep" in tasks.columns
     (collect_dir,) = (smoke_run / "results" / "collect").iterdir()
     runs = pl.read_parquet(collect_dir / "runs.parquet")
     swirl = runs.filter(pl.col("source") == "swirl")
@@ -251,7 +262,8 @@ def test_mixtures_flow_from_sources_to_pricing_tables_and_figure4(smoke_run):
     (pricing_dir,) = (smoke_run / "results" / "pricing").iterdir()
     assert {p.stem for p in pricing_dir.iterdir()} == set(PRICING_FRAMES)
     pricing = pl.read_parquet(pricing_dir / "pricing.parquet")
-    assert sorted(pricing["source"]) == ["awm", "sca", "swirl"]
+    assert sorted(pricing["source"]) == ["awm", "swirl"]
+    assert (pricing["kappa_status"] == "too few real-only grid points").all()  # 1x and 2x only: no law
     assert (pricing["collapse_status"].str.contains("too few ratios")).all()  # 2 ratios: no logistic fit
     for name in PRICING_TABLES:
         assert (smoke_run / "results" / "tables" / f"{name}.md").read_text().startswith("# Table")

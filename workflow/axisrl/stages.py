@@ -446,9 +446,9 @@ def pricing(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, s
     """Discount kappa and collapse ratios r* of every synthetic source (Tables 3, 16, 17; Figure 4)."""
     from axisrl.pricing import PRICING_POINT_COLUMNS, price, pricing_tables
 
-    points = pl.DataFrame(settings["points"], schema_overrides={"ratio": pl.Float64}).select(PRICING_POINT_COLUMNS)
     options = settings["pricing"]
-    if points.height:
+    if settings["points"]:
+        points = pl.DataFrame(settings["points"], schema_overrides={"ratio": pl.Float64}).select(PRICING_POINT_COLUMNS)
         frames = price(read_artifact(inputs["runs"], "collect"), points, settings["unit_costs"], options["tier"],
                        options["threshold"], options["n_boot"], options["seed"])
         frames.update(pricing_tables(frames["pricing"], frames["collapse"], options["threshold"]))

@@ -64,6 +64,7 @@ rule dedup_sources:
         synthetic_tasks=f"{stage_dir('dedup_sources')}/synthetic_tasks.parquet",
     log:
         stage_log("dedup_sources"),
+    priority: 10  # mixture train jobs wait on it: start it before the real ones
     conda:
         "../../envs/core.yaml"
     threads: 2

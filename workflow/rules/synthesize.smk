@@ -32,6 +32,7 @@ rule sources:
         source_stats=f"{stage_dir('sources')}/source_stats.parquet",
     log:
         stage_log("sources"),
+    priority: 10  # mixture train jobs wait on it: start it before the real ones
     conda:
         "../../envs/core.yaml"
     threads: 1
