@@ -48,3 +48,14 @@ def snakemake(workdir: Path, *args: str, check: bool = True) -> subprocess.Compl
 @pytest.fixture()
 def workflow_copy(tmp_path: Path) -> Path:
     return copy_workflow(tmp_path)
+
+
+@pytest.fixture(scope="module")
+def one_thread():
+    """As the workflow runs a training job: one thread (two threads stall when the other core is busy)."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)

@@ -30,12 +30,7 @@ SEEDS = (0, 1)
 train_module = importlib.import_module("axisrl.backends.tiny.train")  # the package's ``train`` is the function
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 @pytest.fixture(scope="module")

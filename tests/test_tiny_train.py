@@ -27,13 +27,7 @@ RECORD_KEYS = {"task_id", "env_id", "tier", "success", "reward", "partial", "ste
 train_module = importlib.import_module("axisrl.backends.tiny.train")  # the package's ``train`` is the function
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """As the workflow runs it: one thread per job (two threads stall when the other core is busy)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,7 @@ because a seed-only bootstrap with three seeds under-covers (fitting.md 5.0).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -111,6 +111,24 @@ def _resample(groups: Sequence[np.ndarray], successes: np.ndarray, trials: np.nd
     return rng.binomial(n.astype(np.int64), successes[rows] / n).astype(float), rows
 
 
+def _joint_bootstrap(real: pl.DataFrame, axis: str, mix_groups: Sequence[np.ndarray], mix_successes: np.ndarray,
+                     mix_trials: np.ndarray, n_boot: int, seed: int,
+                     statistic: Callable[[RealLaw, np.ndarray, np.ndarray], float]) -> np.ndarray:
+    """Replicates of ``statistic(law, mixture successes, mixture rows)`` that resample the real-only
+    runs and refit their law, then resample the mixture runs (NaN where the refitted law fails)."""
+    base = _ok_runs(real)
+    real_x, real_k, real_n = (base[c].to_numpy().astype(float) for c in (axis, "successes", "trials"))
+    real_groups, rng = _groups(real_x), np.random.default_rng(seed)
+    draws = np.full(n_boot, np.nan)
+    for b in range(n_boot):
+        k, rows = _resample(real_groups, real_k, real_n, rng)
+        law = _law_from_arrays(real_x[rows], k, real_n[rows])
+        if law.status == OK:
+            mk, mrows = _resample(mix_groups, mix_successes, mix_trials, rng)
+            draws[b] = statistic(law, mk, mrows)
+    return draws
+
+
 def _kappa_row(**values: object) -> pl.DataFrame:
     return pl.DataFrame([{name: values.get(name) for name in KAPPA_SCHEMA}], schema=KAPPA_SCHEMA)
 
@@ -142,17 +160,8 @@ def kappa_at(real: pl.DataFrame, mixed: pl.DataFrame, axis: str, real_amount: fl
     mix_k, mix_n = (runs[c].to_numpy().astype(float) for c in ("successes", "trials"))
     kappa, d_eq = _kappa(law, mix_k, mix_n, real_amount, ratio)
 
-    base = _ok_runs(real)
-    real_x, real_k, real_n = (base[c].to_numpy().astype(float) for c in (axis, "successes", "trials"))
-    real_groups, mix_groups = _groups(real_x), [np.arange(runs.height)]
-    rng = np.random.default_rng(seed)
-    draws = np.full(n_boot, np.nan)
-    for b in range(n_boot):
-        k, rows = _resample(real_groups, real_k, real_n, rng)
-        boot_law = _law_from_arrays(real_x[rows], k, real_n[rows])
-        if boot_law.status == OK:
-            mk, mrows = _resample(mix_groups, mix_k, mix_n, rng)
-            draws[b] = _kappa(boot_law, mk, mix_n[mrows], real_amount, ratio)[0]
+    draws = _joint_bootstrap(real, axis, [np.arange(runs.height)], mix_k, mix_n, n_boot, seed,
+                             lambda boot_law, mk, mrows: _kappa(boot_law, mk, mix_n[mrows], real_amount, ratio)[0])
     tail = 50.0 * (1.0 - LEVEL)
     lo, hi = np.nanpercentile(draws, [tail, 100.0 - tail])
     return _kappa_row(kappa=kappa, kappa_lo=float(lo), kappa_hi=float(hi), d_eq=d_eq,
@@ -319,16 +328,8 @@ def fit_peak(real: pl.DataFrame, curve: pl.DataFrame, axis: str, real_amount: fl
     r_min, r_max = float(positive[0]), float(positive[-1])
     ratio, k, n = (runs[c].to_numpy().astype(float) for c in ("ratio", "successes", "trials"))
     r, theta = _peak(law, ratio, k, n, real_amount, r_min, r_max)
-    base = _ok_runs(real)
-    real_x, real_k, real_n = (base[c].to_numpy().astype(float) for c in (axis, "successes", "trials"))
-    real_groups, mix_groups, rng = _groups(real_x), _groups(ratio), np.random.default_rng(seed)
-    draws = np.full(n_boot, np.nan)
-    for b in range(n_boot):
-        kb, rows = _resample(real_groups, real_k, real_n, rng)
-        boot_law = _law_from_arrays(real_x[rows], kb, real_n[rows])
-        if boot_law.status == OK:
-            mk, mrows = _resample(mix_groups, k, n, rng)
-            draws[b] = _peak(boot_law, ratio[mrows], mk, n[mrows], real_amount, r_min, r_max, [theta])[0]
+    draws = _joint_bootstrap(real, axis, _groups(ratio), k, n, n_boot, seed, lambda boot_law, mk, mrows: _peak(
+        boot_law, ratio[mrows], mk, n[mrows], real_amount, r_min, r_max, [theta])[0])
     tail = 50.0 * (1.0 - LEVEL)
     kept = draws[~np.isnan(draws)]
     lo, hi = ((float(np.percentile(kept, q, method="inverted_cdf")) for q in (tail, 100.0 - tail))
