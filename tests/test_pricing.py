@@ -137,7 +137,7 @@ def test_price_reports_kappa_r_star_and_tables_for_each_source():
     assert row["r_star_threshold"] == pytest.approx(true_r_star(0.5, 1.05, 3.0, 5.0, 0.95), rel=0.3)
     assert row["cost_per_real_unit"] == pytest.approx(4.1 / row["kappa"])
     assert set(frames["curves"]["ratio"]) == set(map(float, RATIOS[1:]))
-    tables = pricing_tables(frames["pricing"], frames["collapse"])
+    tables = pricing_tables(frames["pricing"])
     assert tables["table3"]["method"].to_list() == ["AWM"]
     assert tables["table16"]["kappa_common_core"].to_list() == ["not_run"]
     assert tables["table17"].height == 3

@@ -80,25 +80,22 @@ def select_training_data(envs: pl.DataFrame, tasks: pl.DataFrame, design: Mappin
                          "synthesize.placebo_contents" if placebo else "synthesize.n_worlds or variants_per_world")
     selected = _deal(tasks, keyed, chosen, design["d_task"], "d_task",
                      "synthesize.placebo_tasks_per_env" if placebo else "synthesize.tasks_per_env")
-    chosen_envs = envs.filter(pl.col("env_id").is_in(selected["env_id"].unique().to_list()))
     if design.get("source", "real") == "real":
-        return chosen_envs, selected
+        return envs.filter(pl.col("env_id").is_in(selected["env_id"].unique().to_list())), selected
     if synthetic is None:
         raise ValueError(f"design mixes in {design['source']!r} but no synthetic pool was given")
     amounts = Design(**design).synthetic_amounts()
     source_envs, source_tasks = synthetic
     source_tasks = source_tasks.filter(pl.col("source") == design["source"])
+    added = selected.head(0)
     if amounts["d_env_synthetic"]:
         source_envs = source_envs.filter(pl.col("source") == design["source"]).with_columns(identity=pl.col(level))
         synthetic_ids = _identities(source_envs, None, int(amounts["d_env_synthetic"]), "sources.envs")
         added = _deal(source_tasks, source_envs, synthetic_ids, int(amounts["d_task_synthetic"]), "d_task_synthetic",
                       "sources.env_tasks")
-        added_envs = source_envs.filter(pl.col("env_id").is_in(added["env_id"].unique().to_list())).drop("identity")
-        return pl.concat([chosen_envs, added_envs], how="diagonal_relaxed"), pl.concat([selected, added],
-                                                                                         how="diagonal_relaxed")
-    if amounts["d_task_synthetic"]:
+        envs = pl.concat([envs, source_envs.drop("identity")], how="diagonal_relaxed")
+    elif amounts["d_task_synthetic"]:
         added = _deal(source_tasks, keyed, chosen, int(amounts["d_task_synthetic"]), "d_task_synthetic",
                       "sources.tasks_per_env or sources.task_envs")
-        tasks = pl.concat([selected, added], how="diagonal_relaxed")
-        return envs.filter(pl.col("env_id").is_in(tasks["env_id"].unique().to_list())), tasks
-    return chosen_envs, selected
+    tasks = pl.concat([selected, added], how="diagonal_relaxed")
+    return envs.filter(pl.col("env_id").is_in(tasks["env_id"].unique().to_list())), tasks

@@ -401,7 +401,8 @@ def price(runs: pl.DataFrame, points: pl.DataFrame, unit_costs: dict[str, float]
 
     ``runs``: the collected runs (``point_key``, ``seed``, ``status``, ``p_<tier>``, ``n_<tier>``);
     ``points``: the pricing points. Returns ``pricing`` (one row per source and real amount: kappa
-    at r = 1 and r* at ``threshold``, 1.0 and the peak, each with its CI and status, and the price of
+    at r = 1 and r* at ``threshold``, 1.0 and the peak, each with its CI and status, the sampled
+    ratios ``r_min``..``r_max``, and the price of
     one real-equivalent unit = unit cost / kappa), ``collapse`` (every criterion row) and ``curves``
     (the normalised points of Figure 4). A source whose real-only baseline is missing or failed
     gets rows whose ``status`` says so.
@@ -422,10 +423,11 @@ def price(runs: pl.DataFrame, points: pl.DataFrame, unit_costs: dict[str, float]
         collapse_frames.append(collapse.with_columns(**{k: pl.lit(v) for k, v in key.items()}))
         curve_frames.append(normalised_curve(mixed).with_columns(**{k: pl.lit(v) for k, v in key.items()}))
         method = method_of(source)
-        k = kappa.row(0, named=True)
+        kappa_row = kappa.row(0, named=True)
+        kappa_status = kappa_row.pop("status")
         row = {**key, "method": method.name, "common_core": source != method.name, "unit": method.unit,
-               "unit_cost": unit_costs.get(method.name, method.unit_cost), **k, "kappa_status": k.pop("status")}
-        row.pop("status", None)
+               "unit_cost": unit_costs.get(method.name, method.unit_cost), **kappa_row, "kappa_status": kappa_status,
+               "r_min": collapse["r_min"][0], "r_max": collapse["r_max"][0]}
         row["cost_per_real_unit"] = (row["unit_cost"] / row["kappa"]
                                      if row["kappa"] is not None and row["kappa"] > 0 else None)
         for c in collapse.iter_rows(named=True):
@@ -473,19 +475,12 @@ def _status(row: dict) -> str:
     return "; ".join(dict.fromkeys(s for s in (row["kappa_status"], *row["collapse_status"].split("; ")) if s != OK)) or OK
 
 
-def _with_range(pricing: pl.DataFrame, collapse: pl.DataFrame) -> list[dict]:
-    ranges = (collapse.filter(pl.col("criterion") == "threshold").select("source", "real_amount", "r_min", "r_max")
-              if collapse.height and "criterion" in collapse.columns else None)
-    frame = pricing if ranges is None else pricing.join(ranges, on=["source", "real_amount"], how="left")
-    return frame.to_dicts()
-
-
-def pricing_tables(pricing: pl.DataFrame, collapse: pl.DataFrame, threshold: float = 0.95) -> dict[str, pl.DataFrame]:
-    """Tables 3, 16 and 17 from the ``pricing`` and ``collapse`` frames, estimates with their 95% CIs
+def pricing_tables(pricing: pl.DataFrame, threshold: float = 0.95) -> dict[str, pl.DataFrame]:
+    """Tables 3, 16 and 17 from the ``pricing`` frame, estimates with their 95% CIs
     as text (censored crossings as ``>r_max``)."""
     from axisrl.synthesis import METHODS
 
-    rows = _with_range(pricing, collapse)
+    rows = pricing.to_dicts()
     own = [r for r in rows if not r["common_core"]]
     table3 = pl.DataFrame([{
         "method": METHODS[r["method"]].paper, "axis": r["axis"], "real_amount": r["real_amount"],

@@ -50,7 +50,6 @@ TRAJECTORY_COLUMNS = {
     "calls": pl.String, "label": pl.Float64, "true_success": pl.Boolean, "n_steps": pl.Int64,
     "step_errors": pl.Int64, "defect": pl.String,
 }
-SYNTHETIC_FILES = ("synthetic_envs", "synthetic_tasks")
 ENV_LEVELS = ("s3", "s2", "s1")
 """Environment identity levels, coarse to fine: API set / + state schema / + transition semantics."""
 
@@ -64,11 +63,6 @@ def synthesize(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str
             frame = pl.DataFrame(getattr(pool, name), schema=columns).with_columns(source=pl.lit("real"))
             write_artifact(frame, outputs[name], spec)
             log.info("wrote %s: %d rows", outputs[name], frame.height)
-
-
-def source_fidelity(sources: Mapping[str, Any], method: str) -> dict[str, Any]:
-    """A method's fidelity-model parameters from the ``sources`` config (its unit cost is the pricing's)."""
-    return {k: v for k, v in sources["methods"][method].items() if k != "unit_cost"}
 
 
 def synthesize_sources(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, str],
@@ -85,7 +79,7 @@ def synthesize_sources(spec: StageSpec, settings: Mapping[str, Any], inputs: Map
     stats = []
     for common_core in (False, True) if settings["common_core"] else (False,):
         cfg = {**sources, "common_core": common_core,
-               "methods": {m: source_fidelity(sources, m) for m in settings["methods"]}}
+               "methods": {m: sources["methods"][m] for m in settings["methods"]}}
         log.info("synthesizing sources %s%s", sorted(cfg["methods"]), " (common core)" if common_core else "")
         pool = toolworld.generate_synthetic(envs, tasks, cfg)
         suffix = CORE_SUFFIX if common_core else ""
@@ -332,7 +326,7 @@ def synthetic_trajectories(design: Mapping[str, Any], tasks: pl.DataFrame, input
         return None
     method = method_of(design["source"]).name
     if method == "dreamgym":
-        fidelity = source_fidelity(sources, method)
+        fidelity = sources["methods"][method]  # toolworld ignores the unit cost
         return SyntheticTrajectories(per_group, simulator=lambda spec, task, seed: toolworld.SimulatedEnv(
             spec, task, fidelity, seed))
     rows = (read_artifact(inputs["synthetic_trajectories"], "sources")
@@ -451,7 +445,7 @@ def pricing(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, s
         points = pl.DataFrame(settings["points"], schema_overrides={"ratio": pl.Float64}).select(PRICING_POINT_COLUMNS)
         frames = price(read_artifact(inputs["runs"], "collect"), points, settings["unit_costs"], options["tier"],
                        options["threshold"], options["n_boot"], options["seed"])
-        frames.update(pricing_tables(frames["pricing"], frames["collapse"], options["threshold"]))
+        frames.update(pricing_tables(frames["pricing"], options["threshold"]))
     else:
         frames = {}
     for name, path in outputs.items():
