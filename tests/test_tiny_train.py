@@ -219,3 +219,21 @@ def test_a_group_shares_its_common_prefix(pool):
     assert stats.env_steps == sum(len(e.actions) for e in episodes)
     assert stats.scored_decisions < stats.decisions
     assert len({id(e.decisions[0]) for e in episodes}) == 1
+
+
+def test_adam_matches_torch_optim_adam_bit_for_bit():
+    from axisrl.backends.tiny.train import Adam
+
+    torch.manual_seed(0)
+    reference, ours = torch.nn.Linear(5, 3), torch.nn.Linear(5, 3)
+    ours.load_state_dict(reference.state_dict())
+    initial = reference.weight.detach().clone()
+    optimizers = torch.optim.Adam(reference.parameters(), lr=3e-3), Adam(ours.parameters(), lr=3e-3)
+    for _ in range(20):
+        x = torch.randn(4, 5)
+        for model, optimizer in zip((reference, ours), optimizers, strict=True):
+            optimizer.zero_grad()
+            model(x).pow(2).sum().backward()
+            optimizer.step()
+    assert all(torch.equal(a, b) for a, b in zip(reference.parameters(), ours.parameters(), strict=True))
+    assert not torch.equal(reference.weight, initial)
