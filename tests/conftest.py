@@ -30,7 +30,7 @@ def smoke_config() -> dict:
 def copy_workflow(dest: Path) -> Path:
     """A runnable copy of the workflow (what a clean clone holds), without results."""
     shutil.copy(ROOT / "Snakefile", dest / "Snakefile")
-    for folder in ("config", "workflow", "envs"):
+    for folder in ("config", "workflow", "envs", "profiles"):
         shutil.copytree(ROOT / folder, dest / folder, ignore=shutil.ignore_patterns("__pycache__", "axisrl"))
     return dest
 

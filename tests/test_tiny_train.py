@@ -237,3 +237,20 @@ def test_adam_matches_torch_optim_adam_bit_for_bit():
             optimizer.step()
     assert all(torch.equal(a, b) for a, b in zip(reference.parameters(), ours.parameters(), strict=True))
     assert not torch.equal(reference.weight, initial)
+
+
+def test_an_update_that_raises_is_recorded_as_failed_with_its_error(pool, monkeypatch):
+    calls = {"n": 0}
+    real_rollout = train_module.rollout
+
+    def flaky_rollout(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 4:
+            raise RuntimeError("environment server went away")
+        return real_rollout(*args, **kwargs)
+
+    monkeypatch.setattr(train_module, "rollout", flaky_rollout)
+    result = tiny.train(pool.envs, pool.tasks, quick(updates=8), seed=0)
+    assert result.status == "failed" and len(result.metrics) == 3
+    assert result.error == "RuntimeError: environment server went away"
+    assert tiny.train(pool.envs, pool.tasks, quick(updates=2), seed=0).error is None

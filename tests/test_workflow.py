@@ -270,3 +270,52 @@ def test_mixtures_flow_from_sources_to_pricing_tables_and_figure4(tmp_path):
     png = smoke_run / "results" / "figures" / "fig4.png"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
+
+
+def test_editing_a_script_shim_does_not_rerun_the_study(smoke_run):
+    script = smoke_run / "workflow" / "scripts" / "train.py"
+    original = script.read_text()
+    script.write_text(original + "# an edit that changes nothing\n")
+    try:
+        assert "Nothing to be done" in snakemake(smoke_run, "-n", *SMOKE).stdout
+        # the trigger the default profile leaves out would have rerun every train job
+        assert "rule train:" in snakemake(smoke_run, "-n", "--rerun-triggers", "code", *SMOKE).stdout
+    finally:
+        script.write_text(original)
+
+
+def _processes_running(script_name: str, session: int) -> list[int]:
+    """PIDs in Snakemake's session whose command line runs a copy of ``script_name`` (Snakemake
+    runs a script rule from a temporary file named after it)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit() and os.getsid(int(proc.name)) == session:
+                if script_name in (proc / "cmdline").read_bytes().decode(errors="replace"):
+                    found.append(int(proc.name))
+        except (OSError, ProcessLookupError):
+            continue
+    return found
+
+
+@pytest.mark.slow
+def test_a_train_job_killed_from_outside_is_retried(tmp_path):
+    """What a node failure, an OOM kill or a preemption does: the job dies without a word; the
+    profile's ``retries`` resubmit it and the study finishes with every run trained."""
+    workdir = copy_workflow(tmp_path)
+    snakemake(workdir, "dedup", "--cores", "2", *SMOKE)
+    log_path = tmp_path / "study.log"
+    study = subprocess.Popen([sys.executable, "-m", "snakemake", "collect", "--cores", "1", "--retries", "1", *SMOKE],
+                             cwd=workdir, stdout=log_path.open("w"), stderr=subprocess.STDOUT, start_new_session=True)
+    deadline = time.monotonic() + 300
+    victims: list[int] = []
+    while not victims and study.poll() is None and time.monotonic() < deadline:
+        victims = _processes_running("train.py", study.pid)
+        time.sleep(0.05)
+    assert victims, "no train job seen running"
+    for pid in victims:
+        os.kill(pid, signal.SIGKILL)
+    assert study.wait(timeout=600) == 0, log_path.read_text()
+    assert "Trying to restart job" in log_path.read_text()
+    (collect_dir,) = (workdir / "results" / "collect").iterdir()
+    assert pl.read_parquet(collect_dir / "runs.parquet")["status"].eq("ok").all()

@@ -304,7 +304,10 @@ def train(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, str
                               progress=lambda row: log.info("update %(update)d reward %(reward_mean).3f", row))
         tail = result.metrics[-max(1, len(result.metrics) // 5):]
         metrics += [{"run_key": run, "seed": seed, **row} for row in result.metrics]
-        runs.append({"run_key": run, "seed": seed, "status": result.status, "param_hash": result.param_hash,
+        if result.error is not None:
+            log.warning("train %s seed %d recorded as failed: %s", run, seed, result.error)
+        runs.append({"run_key": run, "seed": seed, "status": result.status, "error": result.error,
+                     "param_hash": result.param_hash,
                      "train_success": float(np.mean([row["success_mean"] for row in tail])) if tail else None,
                      **result.compute, **cost_drivers(result.compute, result.timings, horizon), **effective})
         save_checkpoint(result, checkpoint)

@@ -28,6 +28,7 @@ import copy
 import dataclasses
 import hashlib
 import json
+import logging
 import math
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -49,6 +50,8 @@ from axisrl.backends.tiny.algos import (
 from axisrl.backends.tiny.features import collate, collate_episodes
 from axisrl.backends.tiny.policy import ToolPointer, segment_entropy, segment_log_softmax
 from axisrl.backends.tiny.rollout import Diverged, Episode, RolloutStats, Specs, distinct, no_cyclic_gc, rollout
+
+log = logging.getLogger(__name__)
 
 __all__ = ["SyntheticTrajectories", "TrainResult", "TrainSettings", "make_policy", "param_hash", "train"]
 
@@ -153,7 +156,9 @@ from the run's ``SeedSequence(seed).spawn(4)``."""
 
 @dataclass
 class TrainResult:
-    """``status``: "ok", or "failed" when the run diverged (``metrics`` then stop before it).
+    """``status``: "ok", or "failed" when the run diverged or an update raised (``metrics`` then
+    stop before it; ``error`` says what happened). Both are deterministic for a seed, so the run is
+    recorded as failed at once rather than retried.
 
     ``metrics``, one row per update: reward_mean (the trained reward, sparse or dense),
     success_mean, entropy (mean over rollout decisions), kl (GRPO: k3 KL to the reference when
@@ -185,6 +190,7 @@ class TrainResult:
     """Measured, machine-dependent, never compute: CPU seconds of rollouts and of optimisation
     (benchmarks), and the rollouts' cost drivers (wall seconds and counts of env calls,
     verifications and policy forwards; see ``RolloutStats``)."""
+    error: str | None = None
 
 
 COST_DRIVERS = ("env_seconds", "env_calls", "verifier_seconds", "verifier_calls", "policy_seconds")
@@ -502,7 +508,7 @@ def _train(envs: Sequence[Mapping[str, Any]], tasks: Sequence[Mapping[str, Any]]
     seen_tasks: set[str] = set()
     seen_envs: set[str] = set()
     timings = dict.fromkeys(("rollout_seconds", "train_seconds", "rollout_wall_seconds", *COST_DRIVERS), 0.0)
-    status = "ok"
+    status, error = "ok", None
     for update in range(s.updates):
         if s.max_rollout_steps is not None and totals["env_steps"] >= s.max_rollout_steps:
             break
@@ -528,8 +534,10 @@ def _train(envs: Sequence[Mapping[str, Any]], tasks: Sequence[Mapping[str, Any]]
                 out = grpo_update(policy, reference, optimizer, episodes + synthetic_episodes, group, s, horizon)
             else:
                 out = ppo_update(policy, optimizer, episodes, s, horizon, batch_rng)
-        except Diverged:
-            status = "failed"
+        except Exception as exc:  # noqa: BLE001 - a failed run is a result; the study goes on
+            status, error = "failed", f"{type(exc).__name__}: {exc}"
+            if not isinstance(exc, Diverged):
+                log.exception("update %d failed", update)
             break
         timings["rollout_seconds"] += rolled - started
         timings["train_seconds"] += time.process_time() - rolled
@@ -563,4 +571,4 @@ def _train(envs: Sequence[Mapping[str, Any]], tasks: Sequence[Mapping[str, Any]]
             progress(row)
     compute = {**totals, "distinct_tasks_seen": len(seen_tasks), "distinct_envs_seen": len(seen_envs)}
     return TrainResult(status, metrics, compute, {k: v.detach().clone() for k, v in policy.state_dict().items()},
-                       param_hash(policy), s, timings)
+                       param_hash(policy), s, timings, error)
