@@ -10,7 +10,8 @@ import numpy as np
 import polars as pl
 import pytest
 
-from axisrl.laws import Law, fit_chinchilla, fit_joint, fitted_law, interaction_pretest, predict_loss, simulate_study
+from axisrl.laws import (Law, bootstrap_joint, fit_chinchilla, fit_joint, fitted_law, interaction_pretest,
+                         predict_loss, simulate_study)
 
 CHINCHILLA_CSV = Path(__file__).resolve().parents[2] / "shared" / "data" / "chinchilla_epoch_svg_extracted.csv"
 EPOCH = {"E": 1.82, "A": 482.0, "B": 2085.0, "alpha": 0.348, "beta": 0.366}
@@ -110,3 +111,14 @@ def test_chinchilla_reproduces_epoch_estimates() -> None:
         assert got[name] == pytest.approx(EPOCH[name], rel=0.02), name
     for name in ("A", "B"):
         assert got[name] == pytest.approx(EPOCH[name], rel=0.15), name
+
+
+def test_joint_bootstrap_draws_scatter_around_the_truth():
+    truth = Law(E=0.2, A={"d_env": 1.0, "d_task": 0.8, "d_traj": 0.6}, alpha={"d_env": 0.5, "d_task": 0.3, "d_traj": 0.2})
+    study = simulate_study(truth, interaction=FACTORIAL, seeds=(0, 1), n_tasks=512, seed=3)
+    fit = fit_joint(study.runs, models=("additive",))
+    draws = bootstrap_joint(study.runs, fit, n_boot=60, seed=0, episodes=study.episodes)
+    alphas = np.array([[law.alpha[a] for a in AXES] for law in draws])
+    low, high = np.percentile(alphas, [2.5, 97.5], axis=0)
+    assert len(draws) == 60 and (high - low > 0.01).all()
+    assert ((low <= [0.5, 0.3, 0.2]) & ([0.5, 0.3, 0.2] <= high)).all(), (low, high)

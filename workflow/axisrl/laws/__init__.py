@@ -30,7 +30,7 @@ Loss: ``L = -ln p`` of the seed-pooled success ``p = sum successes / sum trials`
 from axisrl.laws.axis import (axis_ordering, bootstrap_alphas, bootstrap_intervals, fit_axes, fit_axes_by,
                               fit_floor, fit_power, floor_profile, leave_one_out, local_slopes)
 from axisrl.laws.data import pool_points, usable_runs
-from axisrl.laws.joint import (Law, fit_chinchilla, fit_joint, fitted_law, interaction_pretest,
+from axisrl.laws.joint import (Law, bootstrap_joint, fit_chinchilla, fit_joint, fitted_law, interaction_pretest,
                                predict_loss)
 from axisrl.laws.simulate import simulate_study
 from axisrl.laws.tables import (budget_convention_table, calibration_table, held_axis_table,
@@ -38,7 +38,7 @@ from axisrl.laws.tables import (budget_convention_table, calibration_table, held
                                 worlds_variants_table)
 
 __all__ = [
-    "Law", "axis_ordering", "bootstrap_alphas", "bootstrap_intervals", "budget_convention_table",
+    "Law", "axis_ordering", "bootstrap_alphas", "bootstrap_intervals", "bootstrap_joint", "budget_convention_table",
     "calibration_table", "fit_axes", "fit_axes_by", "fit_chinchilla", "fit_floor", "fit_joint",
     "fit_power", "fitted_law", "floor_profile", "held_axis_table", "interaction_pretest", "leave_one_out",
     "local_slopes", "pool_construction_table", "pool_points", "predict_loss", "simulate_study",

@@ -33,7 +33,8 @@ from scipy import optimize, special, stats
 from statsmodels.genmod.generalized_linear_model import GLMResults
 
 from axisrl.laws.axis import ALPHA_BOUNDS, LEVEL, quasi_aicc
-from axisrl.laws.data import AXES, check_one_setting, pool_points, usable_runs
+from axisrl.laws.data import (AXES, RunArrays, check_one_setting, point_statistics, pool_points, resample,
+                              task_matrix, usable_runs)
 
 JointModel = Literal["additive", "nested"]
 ALPHA_STARTS = (0.1, 0.3, 0.7)
@@ -224,6 +225,34 @@ def fitted_law(fit: pl.DataFrame, axes: Sequence[str] = AXES) -> Law:
     row = fit.filter(pl.col("selected")).row(0, named=True)
     return Law(row["E"], {a: row[f"A_{a}"] for a in axes}, {a: row[f"alpha_{a}"] for a in axes},
                row["m_star"], row["k_star"])
+
+
+def bootstrap_joint(runs: pl.DataFrame, fit: pl.DataFrame, axes: Sequence[str] = AXES, *, n_boot: int = 200,
+                    seed: int = 0, tier: str = "all", episodes: pl.DataFrame | None = None) -> list[Law]:
+    """The selected model of ``fit`` (a ``fit_joint`` frame of these runs) refitted to each
+    two-stage bootstrap replicate of the runs (seeds, then held-out tasks; ``resample``), so that
+    what is derived from the law (the recipe) can be re-derived per draw. Each refit starts from
+    the full fit: a replicate's optimum lies near it, and one start keeps 200 draws at seconds."""
+    ok, _ = usable_runs(runs, tier)
+    check_one_setting(ok, free=axes)
+    arrays = RunArrays.from_runs(ok, axes)
+    tasks = None if episodes is None else task_matrix(episodes, arrays.run_keys, tier)
+    row = fit.filter(pl.col("selected")).row(0, named=True)
+    values = {a: arrays.points[a].to_numpy().astype(np.float64) for a in axes}
+    nested = row["model"] == "nested"
+    start = np.array([row[f"alpha_{a}"] for a in axes]
+                     + ([np.log(row["m_star"])] if nested else [])
+                     + ([np.log(row["k_star"])] if nested and "d_traj" in axes else []))
+    everything = np.ones(arrays.points.height, dtype=bool)
+    rng = np.random.default_rng(seed)
+    laws = []
+    for _ in range(n_boot):
+        successes, trials = resample(arrays, rng, tasks)
+        stats = point_statistics(arrays.point_index, successes, trials, arrays.points.height)
+        problem = _Problem(tuple(axes), values, stats.loss, 1.0 / stats.var_loss, nested=nested)
+        theta, _ = problem.fit([start], everything)
+        laws.append(problem.law(theta, problem.project(theta, everything)[1]))
+    return laws
 
 
 def _huber_objective(theta: np.ndarray, log_x: np.ndarray, log_loss: np.ndarray,
