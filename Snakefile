@@ -13,6 +13,7 @@ include: "workflow/rules/dedup.smk"
 include: "workflow/rules/study.smk"
 include: "workflow/rules/laws.smk"
 include: "workflow/rules/pricing.smk"
+include: "workflow/rules/recipe.smk"
 include: "workflow/rules/catalog.smk"
 include: "workflow/rules/report.smk"
 
@@ -27,3 +28,4 @@ rule all:
         rules.fig3.output,
         rules.fig4.output,
         rules.catalog.output,
+        recipe_targets(),

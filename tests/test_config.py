@@ -33,6 +33,10 @@ def test_empty_config_gets_every_default_and_hashes_like_the_explicit_default(de
         ({"dedup": {"theta": 0.25}}, "dedup.theta: 0.25 is not one of dedup.thetas"),
         ({"synthesize": {"heldout": {"seed": 0}}}, "synthesize.heldout.seed: must differ"),
         ({"dedup": {"embedding": {"bogus": True}}}, "dedup.embedding: Additional properties"),
+        ({"study": {"seeds": [0, 0]}}, "study.seeds: [0, 0] has non-unique elements"),
+        ({"study": {"grids": {"d_env": [0, 2, 4]}}}, "study.grids.d_env.0: 0 is less than the minimum of 1"),
+        ({"study": {"grids": {"d_traj": [-1, 2]}}}, "study.grids.d_traj.0: -1 is less than the minimum of 1"),
+        ({"recipe": {"cost": {"toolworld": {"failed_fraction": 1.0}}}}, "recipe.cost.toolworld.failed_fraction"),
     ],
 )
 def test_bad_config_names_the_key_and_the_reason(overlay, named, schema):

@@ -319,3 +319,32 @@ def test_a_train_job_killed_from_outside_is_retried(tmp_path):
     assert "Trying to restart job" in log_path.read_text()
     (collect_dir,) = (workdir / "results" / "collect").iterdir()
     assert pl.read_parquet(collect_dir / "runs.parquet")["status"].eq("ok").all()
+
+
+RECIPE = ("--configfile", "config/studies/smoke.yaml", "config/studies/smoke-recipe.yaml")
+
+
+@pytest.mark.slow
+def test_recipe_preregisters_trains_and_validates_its_strategies(tmp_path):
+    workdir = copy_workflow(tmp_path)
+    snakemake(workdir, "--cores", "2", *RECIPE)
+    (recipe_dir,) = (workdir / "results" / "recipe").iterdir()
+    (validate_dir,) = (workdir / "results" / "validate").iterdir()
+    strategies = pl.read_parquet(recipe_dir / "strategies.parquet")
+    measured = pl.read_parquet(validate_dir / "measured.parquet")
+    # every pre-registered run was trained and measured; the predictions were written before
+    assert set(measured["point_key"]) == set(strategies["point_key"]) and measured["p"].is_not_null().all()
+    assert read_meta(recipe_dir / "strategies.parquet").created <= read_meta(validate_dir / "measured.parquet").created
+    assert measured.filter(pl.col("role") == "validation")["inside_interval"].is_not_null().all()
+    assert set(pl.read_parquet(recipe_dir / "exponents.parquet")["axis"]) >= {"d_env", "d_task", "d_traj", "sum"}
+    for name in ("table18", "table19", "table20", "table21"):
+        assert (workdir / "results" / "tables" / f"{name}.md").stat().st_size > 0
+    for name in ("fig1", "fig5"):
+        assert (workdir / "results" / "figures" / f"{name}.png").stat().st_size > 0
+    centre = float(pl.read_parquet(recipe_dir / "path.parquet")["compute"][0])
+    done = subprocess.run([sys.executable, "-m", "axisrl.cli", "recipe", "--budget", f"{2 * centre:g}"],
+                          cwd=workdir, capture_output=True, text=True)
+    assert done.returncode == 0 and "predicted held-out success" in done.stdout, done.stderr
+    refused = subprocess.run([sys.executable, "-m", "axisrl.cli", "recipe", "--budget", "1"],
+                             cwd=workdir, capture_output=True, text=True)
+    assert refused.returncode == 2 and refused.stderr.startswith("axisrl: error: budget 1 flop is below")

@@ -1,15 +1,23 @@
 """``axisrl show PATH``, ``axisrl catalog [RESULTS]``: read artifacts without the workflow;
-``axisrl fit RUNS --out DIR``: fit and plot a runs table the user brings (schema: ``axisrl.laws``)."""
+``axisrl fit RUNS --out DIR``: fit and plot a runs table the user brings (schema: ``axisrl.laws``);
+``axisrl recipe --budget C``: the compute-optimal design (model width, environments, tasks, trajectories)
+at a budget, from the recipe stage's fitted law and cost model, with its predicted held-out success."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import polars as pl
 
 from axisrl.artifacts import ArtifactError, catalog, read_artifact, read_meta
+
+if TYPE_CHECKING:
+    from axisrl.recipe import CostModel
 
 
 def _show(path: str, rows: int) -> None:
@@ -65,6 +73,117 @@ def _fit(runs_path: str, episodes_path: str | None, out: str, settings: dict) ->
     print(f"wrote {len(frames)} tables and fig2 to {folder}")
 
 
+RECIPE_AXIS_NAMES = {"width": "policy width N", "d_env": "environments D_E", "d_task": "tasks D_T",
+                     "d_traj": "trajectories per task D_tau"}
+
+
+def _newest_law() -> Path:
+    """The newest ``results/recipe/*/law.parquet`` under the current directory, by the artifact's
+    ``created`` time (ties: the first in path order); unreadable ones are skipped with a warning."""
+    dated = []
+    for path in sorted(Path("results").glob("recipe/*/law.parquet")):
+        try:
+            meta = read_meta(path)
+        except ArtifactError as exc:
+            print(f"axisrl: warning: skipping {exc}", file=sys.stderr)
+            continue
+        if meta.stage != "recipe":
+            print(f"axisrl: warning: skipping {path}: written by stage '{meta.stage}', not 'recipe'", file=sys.stderr)
+            continue
+        dated.append((datetime.fromisoformat(meta.created), path))
+    if not dated:
+        raise ValueError(f"no recipe law found (results/recipe/*/law.parquet under {Path.cwd()}): "
+                         "run `snakemake recipe` first or pass --law")
+    newest = max(created for created, _ in dated)
+    return next(path for created, path in dated if created == newest)
+
+
+def _cost_model(cost_path: Path, domain: str | None) -> tuple[str, CostModel]:
+    """The cost model of ``domain`` (default: the only one) from a recipe ``cost.parquet``."""
+    from axisrl.recipe import CostModel
+
+    costs = read_artifact(cost_path, "recipe")
+    domains = costs["domain"].to_list()
+    if domain is None:
+        if len(domains) != 1:
+            raise ValueError(f"{cost_path} has cost models for domains {domains}: pick one with --domain")
+        domain = domains[0]
+    elif domain not in domains:
+        raise ValueError(f"{cost_path} has no cost model for domain {domain!r}; it has {domains}")
+    row = costs.filter(pl.col("domain") == domain).row(0, named=True)
+    return domain, CostModel.from_mapping({k: v for k, v in row.items() if k != "domain"})
+
+
+def _rounded(value: float) -> int:
+    """A trainable amount: a whole number, at least 1."""
+    return max(1, round(value))
+
+
+def _recipe(budget: float, domain: str | None, law_path: str | None, starts: int) -> None:
+    import numpy as np
+
+    from axisrl.laws.joint import predict_loss
+    from axisrl.recipe import RECIPE_AXES, solve
+    from axisrl.recipe.study import law_from_frame
+
+    path = Path(law_path) if law_path else _newest_law()
+    frame = read_artifact(path, "recipe")
+    law, draws, ranges, fixed = law_from_frame(frame)
+    first = frame.sort("draw").row(0, named=True)
+    centre = {a: float(first[f"centre_{a}"]) for a in RECIPE_AXES}
+    domain, model = _cost_model(path.parent / "cost.parquet", domain)
+    centre_cost = float(model.cost({a: np.asarray(v) for a, v in centre.items()}))
+    currency = model.currency
+    allocation = solve(law, model, budget, bounds=ranges, fixed=fixed, starts=starts)
+
+    design = pl.DataFrame([allocation.values])
+    success = np.exp(-np.array([predict_loss(draw, design)[0] for draw in draws], dtype=np.float64))
+    success = success[np.isfinite(success)]
+    rounded = {a: _rounded(v) for a, v in allocation.values.items()}
+    rounded_cost = float(model.cost({a: np.asarray(float(v)) for a, v in rounded.items()}))
+
+    print(f"compute-optimal design at a budget of {budget:.4g} {currency} (domain {domain})")
+    print(f"  law:     {path} (created {read_meta(path).created}; axes {', '.join(a for a in RECIPE_AXES if a in law.alpha)}; "
+          f"{len(draws)} bootstrap draws)")
+    print(f"  cost:    {currency}, terms {' + '.join(model.terms)}")
+    centre_text = ", ".join(f"{a} {v:g}" for a, v in centre.items())
+    print(f"  centre design ({centre_text}) costs {centre_cost:.4g} {currency}: "
+          f"the budget is {budget / centre_cost:.3g}x that")
+    print()
+    print(f"  {'axis':<8} {'':<28} {'use':>10} {'exact':>12} {'share':>7}  range")
+    for axis in RECIPE_AXES:
+        if axis in fixed:
+            where = "held at the centre (not in the law)"
+        else:
+            low, high = ranges[axis]
+            where = f"fitted [{low:g}, {high:g}]"
+        print(f"  {axis:<8} {RECIPE_AXIS_NAMES[axis]:<28} {rounded[axis]:>10,} {allocation.values[axis]:>12.6g} "
+              f"{allocation.shares[axis]:>7.3f}  {where}")
+    total = sum(allocation.shares.values())
+    print("  share = eps_i / C = dC/dln x_i / C, the part of the budget that scales with the axis"
+          + (f" (sum {total:.3g}: a cost term that grows with several axes, like the rollouts, counts for each)"
+             if abs(total - 1) > 0.01 else ""))
+    print()
+    point = allocation.predicted_success
+    if success.size >= 2:
+        low, high = np.percentile(success, [2.5, 97.5])
+        print(f"  predicted held-out success: {point:.3f}, 95% interval [{low:.3f}, {high:.3f}] "
+              f"({success.size} bootstrap draws of the law)")
+    else:
+        print(f"  predicted held-out success: {point:.3f} (no interval: the law file has no bootstrap draws)")
+    print(f"  binding bounds: {', '.join(allocation.binding) if allocation.binding else 'none (interior optimum)'}")
+    print(f"  the rounded design costs {rounded_cost:.4g} {currency} ({100 * rounded_cost / budget:.1f}% of the budget)")
+    if allocation.status != "ok":
+        print(f"axisrl: warning: the solver did not confirm the optimum: {allocation.status}", file=sys.stderr)
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="axisrl", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -82,12 +201,21 @@ def main(argv: list[str] | None = None) -> int:
     fit.add_argument("--tier", default="T2", help="held-out tier to fit when runs carry p_<tier> (default T2)")
     fit.add_argument("--n-boot", type=int, default=2000, help="bootstrap resamples (default 2000)")
     fit.add_argument("--seed", type=int, default=0)
+    recipe = commands.add_parser("recipe", help="the compute-optimal design at a budget, from a fitted recipe law")
+    recipe.add_argument("--budget", type=float, required=True,
+                        help="the budget C in the cost model's currency (e.g. 3.4e10 FLOPs)")
+    recipe.add_argument("--domain", help="the cost model's domain (default: the only one in cost.parquet)")
+    recipe.add_argument("--law", help="a recipe law.parquet (default: the newest results/recipe/*/law.parquet "
+                                      "here); cost.parquet is read from the same folder")
+    recipe.add_argument("--starts", type=_positive_int, default=10, help="solver starts (default 10)")
     args = parser.parse_args(argv)
     try:
         if args.command == "show":
             _show(args.path, args.rows)
         elif args.command == "catalog":
             _catalog(args.results)
+        elif args.command == "recipe":
+            _recipe(args.budget, args.domain, args.law, args.starts)
         else:
             _fit(args.runs, args.episodes, args.out, {"tier": args.tier, "n_boot": args.n_boot, "seed": args.seed})
     except (ArtifactError, ValueError, OSError) as exc:

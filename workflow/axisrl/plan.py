@@ -258,6 +258,17 @@ def backend_settings(train: Mapping[str, Any], design: Mapping[str, Any]) -> dic
             "reward_density": design["reward_density"]}
 
 
+def point_jobs(design: Design, seeds: Sequence[int], hashed: Mapping[str, Any], dedup_key: str,
+               sources_key: str) -> PointJobs:
+    """The train and evaluate specs of one design: a plan's grid point or a run the recipe planned,
+    so a recipe design that a family already holds is the same job and trains once."""
+    train = StageSpec("train", {"backend": hashed["train"]["backend"], "design": asdict(design),
+                                "settings": backend_settings(hashed["train"], asdict(design)), "seeds": list(seeds)},
+                      {"dedup": dedup_key, **({"dedup_sources": sources_key} if design.source != "real" else {})})
+    evaluate = StageSpec("evaluate", {"evaluate": hashed["evaluate"]}, {"train": train.key})
+    return PointJobs(design, tuple(seeds), tuple(run_key(design.point_key, s) for s in seeds), train, evaluate)
+
+
 def study_jobs(cfg: Mapping[str, Any], hashed: Mapping[str, Any], dedup_key: str, sources_key: str
                ) -> tuple[StageSpec, list[dict[str, Any]], dict[str, PointJobs], StageSpec]:
     """Plan spec and rows, the per-point train/evaluate specs, and the collect spec.
@@ -270,14 +281,8 @@ def study_jobs(cfg: Mapping[str, Any], hashed: Mapping[str, Any], dedup_key: str
     check_designs(designs, cfg["train"]["episodes_per_update"])
     plan_spec = StageSpec("plan", {"domain": hashed["domain"], "study": hashed["study"]})
     seeds = tuple(cfg["study"]["seeds"])
-    points = {}
-    for point_key, planned in designs.items():
-        design = planned.design
-        train = StageSpec("train", {"backend": hashed["train"]["backend"], "design": asdict(design),
-                                    "settings": backend_settings(hashed["train"], asdict(design)), "seeds": list(seeds)},
-                          {"dedup": dedup_key, **({"dedup_sources": sources_key} if design.source != "real" else {})})
-        evaluate = StageSpec("evaluate", {"evaluate": hashed["evaluate"]}, {"train": train.key})
-        points[point_key] = PointJobs(design, seeds, tuple(run_key(point_key, s) for s in seeds), train, evaluate)
+    points = {point_key: point_jobs(planned.design, seeds, hashed, dedup_key, sources_key)
+              for point_key, planned in designs.items()}
     eval_keys = sorted(p.evaluate.key for p in points.values())
     collect = StageSpec("collect", {}, {"plan": plan_spec.key,
                                         "evaluate": hashlib.sha256(",".join(eval_keys).encode()).hexdigest()[:12]})

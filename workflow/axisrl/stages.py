@@ -462,6 +462,79 @@ def pricing(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, s
                  row["kappa_status"], row.get("r_star_threshold"))
 
 
+def _recipe_settings(settings: Mapping[str, Any]) -> Any:
+    from axisrl.recipe.study import RecipeSettings
+
+    recipe = settings["recipe"]
+    return RecipeSettings(tier=recipe["tier"], cost=recipe["cost"][settings["domain"]], budgets=recipe["budgets"],
+                          strategies=recipe["strategies"], validation=recipe["validation"], n_boot=recipe["n_boot"],
+                          seed=recipe["seed"], perturbation=recipe["perturbation"],
+                          episodes_per_update=settings["episodes_per_update"])
+
+
+def recipe(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, str],
+           outputs: Mapping[str, str]) -> None:
+    """The compute-optimal recipe (Tables 18-21) and the strategy and validation runs it
+    pre-registers: their designs and predicted success are written before any of them is trained."""
+    from axisrl.recipe import study
+
+    options = _recipe_settings(settings)
+    runs = read_artifact(inputs["runs"], "collect")
+    runs = runs.filter(pl.col("domain") == settings["domain"])
+    drivers = study.drivers_table(runs)
+    model = study.cost_model(options.cost, drivers.row(0, named=True))
+    fitted = study.fit_recipe_law(runs, read_artifact(inputs["episodes"], "collect"), options)
+    log.info("recipe law over %s: %s; centre cost %.3g %s", sorted(fitted.law.alpha), fitted.law,
+             study.centre_cost(fitted, model), model.currency)
+    path, exponents = study.exponent_table(fitted, model, options)
+    frames = {
+        "law": study.law_frame(fitted), "cost": study.cost_frame(model, settings["domain"]), "path": path,
+        "exponents": exponents, "curves": study.strategy_curves(fitted, model, options), "table18": drivers,
+        "table19": study.progression_table(fitted, options, drivers.row(0, named=True)),
+        "table20": exponents.filter(pl.col("axis") != "share_weighted_sum").select(
+            pl.lit(settings["domain"]).alias("domain"), "axis", "slope", "slope_lo", "slope_hi", "paper_exponent"),
+        "table21": study.perturbation_table(fitted, model, options),
+        "strategies": study.strategy_designs(fitted, model, options, len(settings["seeds"])),
+    }
+    for name, path_ in outputs.items():
+        write_artifact(frames[name], path_, spec)
+    for row in exponents.iter_rows(named=True):
+        log.info("exponent %s: %s [%s, %s]", row["axis"], row["slope"], row.get("slope_lo"), row.get("slope_hi"))
+
+
+def validate(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, str],
+             outputs: Mapping[str, str]) -> None:
+    """The strategy runs measured against their pre-registered predictions, and the recipe's
+    compute efficiency over each baseline at each compute level."""
+    from axisrl.laws.data import pool_points
+    from axisrl.plan import run_key
+    from axisrl.recipe import CostModel
+    from axisrl.recipe.study import efficiency_table, law_from_frame
+
+    strategies = read_artifact(inputs["strategies"], "recipe")
+    trained = pl.concat([read_artifact(p, "train") for p in inputs["train_runs"]], how="diagonal_relaxed")
+    episodes = pl.concat([read_artifact(p, "evaluate") for p in inputs["episodes"]], how="diagonal_relaxed")
+    keys = pl.DataFrame([{"run_key": run_key(point, seed), "point_key": point}
+                         for point in strategies["point_key"].unique().to_list() for seed in settings["seeds"]])
+    runs = trained.join(success_by_tier(episodes), on="run_key", how="left").join(keys, on="run_key")
+    tier = settings["recipe"]["tier"]
+    measured = pool_points(runs, ["point_key"], tier)
+    table = strategies.join(measured.select("point_key", "n_seeds", "p", "loss", "loss_se", "trials"),
+                            on="point_key", how="left").with_columns(
+        p_se=(pl.col("p") * (1 - pl.col("p")) / pl.col("trials")).sqrt(),
+        inside_interval=pl.col("p").is_between(pl.col("success_lo"), pl.col("success_hi")))
+    law, draws, ranges, fixed = law_from_frame(read_artifact(inputs["law"], "recipe"))
+    cost_row = read_artifact(inputs["cost"], "recipe").row(0, named=True)
+    model = CostModel.from_mapping({k: v for k, v in cost_row.items() if k != "domain"})
+    efficiency = efficiency_table(strategies, measured, law, draws, model, ranges, fixed,
+                                  settings["recipe"]["efficiency_draws"], settings["recipe"]["seed"])
+    write_artifact(table, outputs["measured"], spec)
+    write_artifact(efficiency, outputs["efficiency"], spec)
+    for row in table.filter(pl.col("role") == "validation").iter_rows(named=True):
+        log.info("validation at %gx: measured %.3f, predicted %.3f [%.3f, %.3f], inside: %s", row["compute_factor"],
+                 row["p"], row["predicted_success"], row["success_lo"], row["success_hi"], row["inside_interval"])
+
+
 def figure(spec: StageSpec | None, settings: Mapping[str, Any], inputs: Mapping[str, str],
            outputs: Mapping[str, str]) -> None:
     """One figure of the paper as PNG and PDF."""
@@ -469,6 +542,12 @@ def figure(spec: StageSpec | None, settings: Mapping[str, Any], inputs: Mapping[
 
     if settings["figure"] == "fig2":
         figures.figure2(read_artifact(inputs["points"], "laws"), read_artifact(inputs["axis_fits"], "laws"),
+                        outputs["png"], outputs["pdf"])
+    elif settings["figure"] == "fig1":
+        figures.figure1(read_artifact(inputs["measured"], "validate"), outputs["png"], outputs["pdf"])
+    elif settings["figure"] == "fig5":
+        figures.figure5(read_artifact(inputs["path"], "recipe"), read_artifact(inputs["exponents"], "recipe"),
+                        read_artifact(inputs["curves"], "recipe"), read_artifact(inputs["measured"], "validate"),
                         outputs["png"], outputs["pdf"])
     elif settings["figure"] == "fig4":
         curves = read_artifact(inputs["curves"], "pricing")

@@ -32,3 +32,19 @@ PRICING_TABLES = {
     "table17": "Table 17: collapse ratio of the representative methods under alternative definitions of collapse",
 }
 """The tables computed by the ``pricing`` stage: target name -> title."""
+
+RECIPE_FRAMES = ("law", "cost", "path", "exponents", "curves", "table18", "table19", "table20", "table21",
+                 "strategies")
+"""Every frame the ``recipe`` stage writes; ``strategies`` holds the pre-registered runs it plans."""
+
+RECIPE_TABLES = {
+    "table18": "Table 18: measured cost drivers per domain",
+    "table19": "Table 19: recipe exponents under progressively richer cost models",
+    "table20": "Table 20: recipe exponents per domain (OLS slope of ln x* on ln C, bootstrap interval)",
+    "table21": "Table 21: recipe-exponent sensitivity to +-50% perturbations of cost coefficients",
+}
+"""The tables computed by the ``recipe`` stage: target name -> title."""
+
+VALIDATE_FRAMES = ("measured", "efficiency")
+"""Every frame the ``validate`` stage writes: the strategy runs' measured success against their
+pre-registered predictions, and the recipe's compute efficiency over each baseline."""

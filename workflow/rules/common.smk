@@ -1,4 +1,5 @@
 # Config validation, stage keys and paths: everything the rules look up, computed once at parse time.
+import functools
 from dataclasses import asdict
 
 from axisrl.config import (
@@ -9,13 +10,16 @@ from axisrl.config import (
     stage_specs,
     validate_config,
 )
-from axisrl.plan import pricing_points, study_jobs
+from axisrl.plan import Design, point_jobs, pricing_points, study_jobs
 from axisrl.targets import (
     LAW_FRAMES,
     LAW_TABLES,
     PRICING_FRAMES,
     PRICING_TABLES,
+    RECIPE_FRAMES,
+    RECIPE_TABLES,
     TABLE9_TITLE,
+    VALIDATE_FRAMES,
 )
 
 RESULTS = "results"
@@ -63,6 +67,19 @@ PRICING_SPEC = StageSpec(
     {"collect": COLLECT_SPEC.key},
 )
 PRICING_DIR = f"{RESULTS}/pricing/{PRICING_SPEC.key}"
+RECIPE_SPEC = StageSpec(
+    "recipe",
+    {
+        "recipe": hashed_part(CONFIG, SCHEMA)["recipe"],
+        "domain": CONFIG["domain"],
+        "seeds": CONFIG["study"]["seeds"],
+        "episodes_per_update": CONFIG["train"]["episodes_per_update"],
+    },
+    {"collect": COLLECT_SPEC.key},
+)
+RECIPE_DIR = f"{RESULTS}/recipe/{RECIPE_SPEC.key}"
+VALIDATE_SPEC = StageSpec("validate", {}, {"recipe": RECIPE_SPEC.key})
+VALIDATE_DIR = f"{RESULTS}/validate/{VALIDATE_SPEC.key}"
 TRAIN = {point.train.key: point for point in POINTS.values()}
 EVALUATE = {point.evaluate.key: point for point in POINTS.values()}
 CATALOG_SPEC = StageSpec(
@@ -91,19 +108,57 @@ wildcard_constraints:
     eval_key=r"[0-9a-f]{12}",
 
 
+def strategy_points():
+    """The runs the recipe pre-registered, as jobs (known once the recipe checkpoint has run):
+    train key -> PointJobs, through the same keys as the plan's points."""
+    return _strategy_points(checkpoints.recipe.get().output.strategies)
+
+
+@functools.cache
+def _strategy_points(path):
+    import polars as pl
+
+    fields = list(Design.__dataclass_fields__)
+    designs = (
+        pl.read_parquet(path).unique("point_key", maintain_order=True).select(fields)
+    )
+    jobs = [
+        point_jobs(
+            Design(**row),
+            CONFIG["study"]["seeds"],
+            hashed_part(CONFIG, SCHEMA),
+            SPECS["dedup"].key,
+            SPECS["dedup_sources"].key,
+        )
+        for row in designs.iter_rows(named=True)
+    ]
+    return {point.train.key: point for point in jobs}
+
+
+def point_of_train(key):
+    """A plan point, or else a run the recipe planned."""
+    return TRAIN[key] if key in TRAIN else strategy_points()[key]
+
+
+def point_of_evaluate(key):
+    if key in EVALUATE:
+        return EVALUATE[key]
+    return {p.evaluate.key: p for p in strategy_points().values()}[key]
+
+
 def train_spec(wildcards):
-    return TRAIN[wildcards.train_key].train
+    return point_of_train(wildcards.train_key).train
 
 
 def evaluate_spec(wildcards):
-    return EVALUATE[wildcards.eval_key].evaluate
+    return point_of_evaluate(wildcards.eval_key).evaluate
 
 
 def training_pool(wildcards):
     """The dedup-stage env and task files a grid point draws from: the placebo pool for the
     placebo level of Table 7, the training pool otherwise; a mixture design also reads the
     synthetic sources."""
-    design = TRAIN[wildcards.train_key].design
+    design = point_of_train(wildcards.train_key).design
     prefix = "placebo_" if design.env_level == "placebo" else ""
     files = {
         "envs": f"{stage_dir('dedup')}/{prefix}envs.parquet",
@@ -119,7 +174,7 @@ def training_pool(wildcards):
 
 
 def train_params(wildcards):
-    point = TRAIN[wildcards.train_key]
+    point = point_of_train(wildcards.train_key)
     return {
         "train": CONFIG["train"],
         "sources": CONFIG["sources"] if point.design.source != "real" else None,
@@ -130,7 +185,7 @@ def train_params(wildcards):
 
 
 def evaluate_params(wildcards):
-    point = EVALUATE[wildcards.eval_key]
+    point = point_of_evaluate(wildcards.eval_key)
     return {
         "evaluate": CONFIG["evaluate"],
         "seeds": list(point.seeds),
@@ -139,7 +194,7 @@ def evaluate_params(wildcards):
 
 
 def checkpoints_of(wildcards):
-    point = EVALUATE[wildcards.eval_key]
+    point = point_of_evaluate(wildcards.eval_key)
     return [
         f"{RESULTS}/train/{point.train.key}/policy_seed{seed}.pt"
         for seed in point.seeds
@@ -152,3 +207,29 @@ def all_train_runs():
 
 def all_episodes():
     return [f"{RESULTS}/evaluate/{key}/episodes.parquet" for key in EVALUATE]
+
+
+def validate_inputs(wildcards):
+    """The recipe's law, cost model and strategies, and every strategy run's training and held-out episodes."""
+    recipe = checkpoints.recipe.get().output
+    points = strategy_points().values()
+    return {
+        "strategies": recipe.strategies,
+        "law": recipe.law,
+        "cost": recipe.cost,
+        "train_runs": [f"{RESULTS}/train/{p.train.key}/runs.parquet" for p in points],
+        "episodes": [
+            f"{RESULTS}/evaluate/{p.evaluate.key}/episodes.parquet" for p in points
+        ],
+    }
+
+
+def recipe_targets():
+    """The recipe's tables and Figures 1 and 5, when the recipe is on."""
+    if not CONFIG["recipe"]["enabled"]:
+        return []
+    return [f"{RESULTS}/tables/{name}.md" for name in RECIPE_TABLES] + [
+        f"{RESULTS}/figures/{name}.{ext}"
+        for name in ("fig1", "fig5")
+        for ext in ("png", "pdf")
+    ]

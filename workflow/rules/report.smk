@@ -16,13 +16,24 @@ rule table9:
         "../scripts/table.py"
 
 
-for table_name, table_title in {**LAW_TABLES, **PRICING_TABLES}.items():
+TABLE_DIRS = {
+    **dict.fromkeys(LAW_TABLES, LAWS_DIR),
+    **dict.fromkeys(PRICING_TABLES, PRICING_DIR),
+    **dict.fromkeys(RECIPE_TABLES, RECIPE_DIR),
+}
+
+
+for table_name, table_title in {
+    **LAW_TABLES,
+    **PRICING_TABLES,
+    **RECIPE_TABLES,
+}.items():
 
     rule:
         name:
             table_name
         input:
-            frame=f"{PRICING_DIR if table_name in PRICING_TABLES else LAWS_DIR}/{table_name}.parquet",
+            frame=f"{TABLE_DIRS[table_name]}/{table_name}.parquet",
         output:
             markdown=f"{RESULTS}/tables/{table_name}.md",
             csv=f"{RESULTS}/tables/{table_name}.csv",
@@ -102,5 +113,52 @@ rule fig4:
     params:
         spec=None,
         settings={"figure": "fig4", "threshold": CONFIG["pricing"]["threshold"]},
+    script:
+        "../scripts/figure.py"
+
+
+rule fig1:
+    input:
+        measured=rules.validate.output.measured,
+    output:
+        png=report(
+            f"{RESULTS}/figures/fig1.png",
+            caption="../report/fig1.rst",
+            category="Figures",
+        ),
+        pdf=f"{RESULTS}/figures/fig1.pdf",
+    log:
+        f"{RESULTS}/logs/figures/fig1.log",
+    conda:
+        "../../envs/core.yaml"
+    threads: 1
+    params:
+        spec=None,
+        settings={"figure": "fig1"},
+    script:
+        "../scripts/figure.py"
+
+
+rule fig5:
+    input:
+        path=f"{RECIPE_DIR}/path.parquet",
+        exponents=f"{RECIPE_DIR}/exponents.parquet",
+        curves=f"{RECIPE_DIR}/curves.parquet",
+        measured=rules.validate.output.measured,
+    output:
+        png=report(
+            f"{RESULTS}/figures/fig5.png",
+            caption="../report/fig5.rst",
+            category="Figures",
+        ),
+        pdf=f"{RESULTS}/figures/fig5.pdf",
+    log:
+        f"{RESULTS}/logs/figures/fig5.log",
+    conda:
+        "../../envs/core.yaml"
+    threads: 1
+    params:
+        spec=None,
+        settings={"figure": "fig5"},
     script:
         "../scripts/figure.py"

@@ -117,10 +117,12 @@ def _evaluate(law: Law, cost_model: Cost, values: Mapping[str, float], ratios: M
 
 def _kkt_spread(loss_gradient: Mapping[str, float], eps: Mapping[str, float],
                 directions: Sequence[Sequence[str]]) -> float:
-    """Relative spread ``(max - min) / mean`` of ``-dL/d ln x / eps`` over directions (groups of axes)."""
-    if len(directions) < 2:
+    """Relative spread ``(max - min) / mean`` of ``-dL/d ln x / eps`` over directions (groups of axes);
+    a direction that costs nothing (eps 0) has no ratio and is left out."""
+    priced = [group for group in directions if sum(eps[a] for a in group) > 0]
+    if len(priced) < 2:
         return float("nan")
-    ratios = np.array([-sum(loss_gradient[a] for a in group) / sum(eps[a] for a in group) for group in directions])
+    ratios = np.array([-sum(loss_gradient[a] for a in group) / sum(eps[a] for a in group) for group in priced])
     return float((ratios.max() - ratios.min()) / abs(ratios.mean()))
 
 
@@ -389,7 +391,7 @@ def recipe_path(law: Law, cost_model: Cost, budgets: Sequence[float], *, bounds:
                 starts: int = 10, seed: int = 0, local: bool = True) -> pl.DataFrame:
     """One row per budget (ascending) of the optimal design.
 
-    Columns: ``budget``, ``currency``, ``cost``, the four axes, ``ratio_<axis>`` per synthetic axis,
+    Columns: ``compute`` (the budget C), ``currency``, ``cost``, the four axes, ``ratio_<axis>`` per synthetic axis,
     ``predicted_loss``, ``predicted_success``, ``share_<axis>`` (``eps_i / C``: cost elasticity, sums to 1
     only for a linear cost), ``local_<axis>`` (with ``local``: ``d ln x_i* / d ln C`` by a central
     difference of warm-started re-solves at ``C e^{+-0.02}``), ``kkt_spread``, ``binding`` (list of
@@ -402,7 +404,7 @@ def recipe_path(law: Law, cost_model: Cost, budgets: Sequence[float], *, bounds:
         z, status = _solve(problem, starts, seed, warm)
         warm = [z]
         allocation = problem.allocation(z, status)
-        row = {"budget": float(budget), "currency": allocation.currency, "cost": allocation.cost,
+        row = {"compute": float(budget), "currency": allocation.currency, "cost": allocation.cost,
                **allocation.values, **{f"ratio_{a}": r for a, r in allocation.ratios.items()},
                "predicted_loss": allocation.predicted_loss, "predicted_success": allocation.predicted_success,
                **{f"share_{a}": s for a, s in allocation.shares.items()}}
@@ -431,10 +433,10 @@ def exponents(path: pl.DataFrame) -> pl.DataFrame:
     """
     if path.height < 3:
         raise ValueError("exponents need a path of at least 3 budgets")
-    ln_c = np.log(path["budget"].to_numpy())
+    ln_c = np.log(path["compute"].to_numpy())
     ends = (0, path.height // 2, path.height - 1)
-    c_range = {"c_low": float(path["budget"][0]), "c_mid": float(path["budget"][ends[1]]),
-               "c_high": float(path["budget"][-1])}
+    c_range = {"c_low": float(path["compute"][0]), "c_mid": float(path["compute"][ends[1]]),
+               "c_high": float(path["compute"][-1])}
     binding = path["binding"].to_list()
     rows, locals_ = [], {}
     for axis in RECIPE_AXES:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import polars as pl
 
-from axisrl.targets import LAW_TABLES, PRICING_TABLES
+from axisrl.targets import LAW_TABLES, PRICING_TABLES, RECIPE_TABLES
 
 
 def _sweep(runs: pl.DataFrame, axis: str, family: str = "axis_sweeps") -> pl.DataFrame:
@@ -39,11 +39,11 @@ def table9(runs: pl.DataFrame) -> pl.DataFrame:
 
 
 def readable(frame: pl.DataFrame) -> pl.DataFrame:
-    """A ``laws`` or ``pricing`` result as a table: columns that are null throughout are dropped."""
+    """A ``laws``, ``pricing`` or ``recipe`` result as a table: columns that are null throughout are dropped."""
     return frame.select(column for column in frame.columns if frame[column].null_count() < frame.height)
 
 
-TABLES = {"table9": table9, **dict.fromkeys({**LAW_TABLES, **PRICING_TABLES}, readable)}
+TABLES = {"table9": table9, **dict.fromkeys({**LAW_TABLES, **PRICING_TABLES, **RECIPE_TABLES}, readable)}
 """Target name -> builder from its source frame; every entry has a rule of the same name."""
 
 

@@ -1,0 +1,347 @@
+"""The recipe of a study: its cost model from measured drivers, its law, the recipe path and
+exponents with bootstrap intervals, Tables 18-21, and the pre-registered strategy designs.
+
+Reads collect's runs and episodes (polars frames) and returns polars frames; the ``recipe`` stage
+writes them and the strategy runs it plans are trained like every other run.
+
+Compute is priced in FLOPs for the embedded study: the tiny backend counts the FLOPs of the rows
+it processes, and wall time is never compute (``reference/tiny-backend.md``). The measured
+drivers of Table 18 (env steps per trajectory, env and verifier seconds, failed-rollout fraction,
+utilisation, FLOPs per width^2 per env step) fill every coefficient the config leaves null; env
+and verifier seconds become FLOP-equivalents at ``c_second`` FLOPs per second.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from axisrl.laws.data import AXES, infer_centre, point_statistics, usable_runs, RunArrays
+from axisrl.laws.joint import Law, bootstrap_joint, fit_joint, fitted_law, predict_loss
+from axisrl.plan import Design
+from axisrl.recipe.cost import RECIPE_AXES, CostModel
+from axisrl.recipe.solve import (Allocation, InfeasibleBudget, allocation_at, bootstrap_exponents, compute_efficiency, exponents,
+                                 log_budgets, paper_convention, recipe_path, solve)
+from axisrl.recipe.strategies import chinchilla_transfer, trajectories_only
+
+DRIVERS = ("horizon", "rollout_steps_per_trajectory", "env_seconds_per_call", "verifier_seconds_per_trajectory",
+           "failed_rollout_fraction", "utilization")
+"""Table 18's measured cost drivers, as collect writes them per run."""
+LAW_FAMILIES = ("axis_sweeps", "interaction", "calibration", "model_sizes")
+"""The runs the recipe's joint law is fitted to: one setting apart from the four recipe axes."""
+STRATEGIES = ("recipe", "trajectories_only", "chinchilla_transfer")
+PERTURBED = ("c_env", "c_task", "c_token")
+"""The coefficients Table 21 moves by +-50%: environments, tasks and rollouts."""
+
+
+@dataclass(frozen=True)
+class RecipeSettings:
+    tier: str
+    cost: Mapping[str, Any]
+    budgets: Mapping[str, Any]
+    strategies: Sequence[float]
+    validation: Mapping[str, Any]
+    n_boot: int
+    seed: int
+    perturbation: float
+    episodes_per_update: int
+
+
+def in_families(runs: pl.DataFrame, *families: str) -> pl.DataFrame:
+    return runs.filter(pl.col("families").list.eval(pl.element().is_in(list(families))).list.any())
+
+
+def drivers_table(runs: pl.DataFrame) -> pl.DataFrame:
+    """Table 18: per domain, the mean measured cost drivers over the usable runs, and the FLOPs per
+    width^2 per env step (rollout and training together) that price a rollout's compute."""
+    ok = runs.filter(pl.col("status") == "ok")
+    return ok.group_by("domain", maintain_order=True).agg(
+        n_runs=pl.len(), **{name: pl.col(name).mean() for name in DRIVERS},
+        flops_per_width2_step=((pl.col("rollout_flops") + pl.col("train_flops")).sum()
+                               / (pl.col("env_steps") * pl.col("width").cast(pl.Float64) ** 2).sum()))
+
+
+def cost_model(settings: Mapping[str, Any], drivers: Mapping[str, Any], terms: Sequence[str] | None = None) -> CostModel:
+    """The domain's cost model: config coefficients, a null one replaced by its measured driver."""
+    measured = {"tokens_per_rollout": drivers["rollout_steps_per_trajectory"],
+                "steps_per_rollout": drivers["rollout_steps_per_trajectory"],
+                "env_seconds_per_call": drivers["env_seconds_per_call"],
+                "verifier_seconds_per_rollout": drivers["verifier_seconds_per_trajectory"],
+                "failed_fraction": drivers["failed_rollout_fraction"],
+                "utilization": drivers["utilization"],
+                "c_token": drivers["flops_per_width2_step"]}
+    values = {name: measured[name] if value is None and name in measured else value
+              for name, value in settings.items()}
+    missing = [name for name, value in values.items() if value is None]
+    if missing:
+        raise ValueError(f"recipe.cost: {missing} are null and no run measured them")
+    return CostModel.from_mapping(values | ({"terms": list(terms)} if terms is not None else {}))
+
+
+@dataclass(frozen=True)
+class FittedLaw:
+    """The recipe's law: the selected joint fit over the axes that vary in its runs, its bootstrap
+    draws, the range each axis was fitted over, and the study's centre design."""
+
+    fit: pl.DataFrame
+    law: Law
+    draws: list[Law]
+    ranges: dict[str, tuple[float, float]]
+    centre: Design
+    seed_variance: float
+    trials_per_run: float
+
+
+def fit_recipe_law(runs: pl.DataFrame, episodes: pl.DataFrame | None, settings: RecipeSettings) -> FittedLaw:
+    law_runs = in_families(runs, *LAW_FAMILIES)
+    ok, _ = usable_runs(law_runs, settings.tier)
+    axes = [axis for axis in RECIPE_AXES if ok[axis].n_unique() > 1]
+    fit = fit_joint(law_runs, axes, tier=settings.tier)
+    draws = bootstrap_joint(law_runs, fit, axes, n_boot=settings.n_boot, seed=settings.seed, tier=settings.tier,
+                            episodes=episodes)
+    centre_values = infer_centre(in_families(runs, "axis_sweeps"), AXES)
+    template = in_families(runs, "axis_sweeps").row(0, named=True)
+    centre = Design(**{field: template[field] for field in Design.__dataclass_fields__} | centre_values)
+    arrays = RunArrays.from_runs(ok, axes)
+    stats = point_statistics(arrays.point_index, arrays.successes, arrays.trials, arrays.points.height)
+    return FittedLaw(fit, fitted_law(fit, axes), draws,
+                     {axis: (float(ok[axis].min()), float(ok[axis].max())) for axis in axes}, centre,
+                     stats.seed_variance, float(np.mean(arrays.trials)))
+
+
+def _fixed(fitted: FittedLaw) -> dict[str, float]:
+    """Axes the law does not vary are held at the centre design."""
+    return {axis: float(getattr(fitted.centre, axis)) for axis in RECIPE_AXES if axis not in fitted.law.alpha}
+
+
+def centre_cost(fitted: FittedLaw, model: CostModel) -> float:
+    return float(model.cost({axis: np.asarray(float(getattr(fitted.centre, axis))) for axis in RECIPE_AXES}))
+
+
+def budgets(fitted: FittedLaw, model: CostModel, settings: RecipeSettings) -> np.ndarray:
+    """``n`` log-spaced budgets from ``low`` to ``high`` times the centre design's cost, within what
+    the cost model can buy inside the fitted bounds (a budget outside has no allocation in range;
+    the exponent tables state the range used, ``c_low`` and ``c_high``)."""
+    unit = centre_cost(fitted, model)
+    low = max(settings.budgets["low"] * unit, 1.01 * _corner_cost(fitted, model, 0))
+    high = min(settings.budgets["high"] * unit, 0.99 * _corner_cost(fitted, model, 1))
+    if not low < high:
+        raise ValueError(f"recipe.budgets: {settings.budgets['low']}-{settings.budgets['high']} x the centre "
+                         f"cost {unit:.3g} {model.currency} leaves no budget inside the fitted bounds")
+    return log_budgets(low, high, settings.budgets["n"])
+
+
+def _corner_cost(fitted: FittedLaw, model: CostModel, end: int) -> float:
+    """The cost with every free axis at its lower (``end=0``) or upper (``end=1``) fitted bound."""
+    values = {a: np.asarray(fitted.ranges[a][end]) for a in fitted.ranges} | {
+        a: np.asarray(v) for a, v in _fixed(fitted).items()}
+    return float(model.cost(values))
+
+
+def _path_exponents(fitted: FittedLaw, model: CostModel, settings: RecipeSettings) -> pl.DataFrame:
+    """The OLS exponents of one cost model's path (Tables 19 and 21 report slopes only)."""
+    path = recipe_path(fitted.law, model, budgets(fitted, model, settings), bounds=fitted.ranges,
+                       fixed=_fixed(fitted), seed=settings.seed, local=False)
+    return exponents(path)
+
+
+def exponent_table(fitted: FittedLaw, model: CostModel, settings: RecipeSettings) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(recipe path, exponents): OLS and local slopes with bootstrap percentile intervals of the
+    slope (re-solved per draw of the law, on every other budget of the path, warm-started: the
+    draws cost seconds, not minutes) and the paper's normalisation alongside."""
+    grid = budgets(fitted, model, settings)
+    path = recipe_path(fitted.law, model, grid, bounds=fitted.ranges, fixed=_fixed(fitted), seed=settings.seed)
+    _, intervals = bootstrap_exponents(fitted.draws, model, grid[::2], bounds=fitted.ranges, fixed=_fixed(fitted),
+                                       starts=2, seed=settings.seed)
+    table = (exponents(path).join(intervals, on="axis", how="left")
+             .join(paper_convention(fitted.law).select("axis", "paper_exponent"), on="axis", how="left"))
+    return path, table
+
+
+def progression_table(fitted: FittedLaw, settings: RecipeSettings, drivers: Mapping[str, Any]) -> pl.DataFrame:
+    """Table 19: the recipe exponents as the cost model's terms are switched on one by one."""
+    rows = []
+    for label, model in cost_model(settings.cost, drivers).progression():
+        exps = _path_exponents(fitted, model, settings)
+        rows.append({"cost_model": label, **{a: s for a, s in zip(exps["axis"], exps["slope"], strict=True)},
+                     "c_low": exps["c_low"][0], "c_high": exps["c_high"][0]})
+    return pl.DataFrame(rows)
+
+
+def perturbation_table(fitted: FittedLaw, model: CostModel, settings: RecipeSettings) -> pl.DataFrame:
+    """Table 21: the exponents with one cost coefficient moved by +-``perturbation``."""
+    rows = []
+    for name, factor in [("default", 1.0)] + [(c, 1 + s * settings.perturbation) for c in PERTURBED for s in (1, -1)]:
+        moved = model if name == "default" else model.perturbed(name, factor)
+        exps = _path_exponents(fitted, moved, settings)
+        rows.append({"perturbation": "default" if name == "default" else f"{name} x {factor:g}",
+                     **{a: s for a, s in zip(exps["axis"], exps["slope"], strict=True)},
+                     "c_low": exps["c_low"][0], "c_high": exps["c_high"][0]})
+    return pl.DataFrame(rows)
+
+
+def round_design(values: Mapping[str, float], centre: Design, episodes_per_update: int) -> Design:
+    """The nearest design the study can train: integer axes, at least one task per environment,
+    a group no larger than an update, a width that is a multiple of 8."""
+    d_env = max(1, round(values["d_env"]))
+    return replace(centre, d_env=d_env, d_task=max(d_env, round(values["d_task"])),
+                   d_traj=min(max(1, round(values["d_traj"])), episodes_per_update),
+                   width=max(8, 8 * round(values["width"] / 8)))
+
+
+def prediction_interval(fitted: FittedLaw, design: Design, n_seeds: int, level: float = 0.95,
+                        seed: int = 0) -> tuple[float, float, float]:
+    """(predicted success, low, high) of a design's measured success pooled over ``n_seeds``
+    seeds: the law's bootstrap draws plus seed and held-out binomial noise on the loss scale."""
+    frame = pl.DataFrame([asdict(design)])
+    point = float(np.exp(-predict_loss(fitted.law, frame)[0]))
+    losses = np.array([predict_loss(law, frame)[0] for law in fitted.draws])
+    p = np.exp(-losses)
+    var_loss = ((1 - p) / p / fitted.trials_per_run + fitted.seed_variance) / n_seeds
+    rng = np.random.default_rng(seed)
+    simulated = np.exp(-np.maximum(losses + rng.standard_normal(len(losses)) * np.sqrt(var_loss), 0.0))  # p <= 1
+    tail = 100 * (1 - level) / 2
+    low, high = np.percentile(simulated, [tail, 100 - tail])
+    return point, float(low), float(high)
+
+
+def _strategy_allocation(strategy: str, fitted: FittedLaw, model: CostModel, compute: float,
+                         fixed: Mapping[str, float] | None = None) -> Allocation:
+    reference = {axis: float(getattr(fitted.centre, axis)) for axis in RECIPE_AXES}
+    if strategy == "recipe":
+        bounds = {a: r for a, r in fitted.ranges.items() if a not in (fixed or {})}
+        return solve(fitted.law, model, compute, bounds=bounds, fixed=_fixed(fitted) | dict(fixed or {}))
+    if strategy == "trajectories_only":
+        return trajectories_only(fitted.law, model, compute, reference)
+    return chinchilla_transfer(fitted.law, model, compute, reference, hold=tuple(_fixed(fitted)))
+
+
+def strategy_designs(fitted: FittedLaw, model: CostModel, settings: RecipeSettings, n_seeds: int) -> pl.DataFrame:
+    """The pre-registered runs: each strategy at each compute level (multiples of the centre
+    design's cost) and the validation point beyond the fitted range (a larger compute and a width
+    outside the fitted widths), rounded to trainable designs, with the law's prediction and a
+    prediction interval for the measured success."""
+    unit = centre_cost(fitted, model)
+    jobs = [(s, factor, "strategy", None) for factor in settings.strategies for s in STRATEGIES]
+    jobs.append(("recipe", settings.validation["compute"], "validation", {"width": settings.validation["width"]}))
+    rows = []
+    for strategy, factor, role, fixed in jobs:
+        compute = factor * unit
+        try:
+            allocation = _strategy_allocation(strategy, fitted, model, compute, fixed)
+        except InfeasibleBudget as exc:
+            key = "recipe.validation" if role == "validation" else "recipe.strategies"
+            raise ValueError(f"{key}: {strategy} at {factor:g}x the centre cost: {exc}") from None
+        design = round_design(allocation.values, fitted.centre, settings.episodes_per_update)
+        rounded = allocation_at(fitted.law, model, {a: float(getattr(design, a)) for a in RECIPE_AXES}, compute,
+                                strategy=strategy)
+        predicted, low, high = prediction_interval(fitted, design, n_seeds, seed=settings.seed)
+        rows.append({"role": role, "strategy": strategy, "compute_factor": float(factor), "compute": compute,
+                     "currency": model.currency, "point_key": design.point_key, **asdict(design),
+                     "cost": rounded.cost, "predicted_loss": rounded.predicted_loss,
+                     "predicted_success": predicted, "success_lo": low, "success_hi": high,
+                     **{f"share_{a}": rounded.shares[a] for a in RECIPE_AXES},
+                     **{f"solved_{a}": allocation.values[a] for a in RECIPE_AXES}})
+    return pl.DataFrame(rows)
+
+
+def strategy_curves(fitted: FittedLaw, model: CostModel, settings: RecipeSettings) -> pl.DataFrame:
+    """Figure 5b's curves: each strategy's predicted success at every budget of the recipe path
+    (the law at the strategy's unrounded allocation), with its cost shares; a budget a strategy
+    cannot spend (below the reference design a baseline starts from) has no row."""
+    rows = []
+    for compute in budgets(fitted, model, settings):
+        for strategy in STRATEGIES:
+            try:
+                allocation = _strategy_allocation(strategy, fitted, model, float(compute))
+            except InfeasibleBudget:
+                continue
+            rows.append({"strategy": strategy, "compute": float(compute), "currency": model.currency,
+                         "predicted_success": allocation.predicted_success, **allocation.values,
+                         **{f"share_{a}": allocation.shares[a] for a in RECIPE_AXES}})
+    return pl.DataFrame(rows)
+
+
+def law_frame(fitted: FittedLaw) -> pl.DataFrame:
+    """The law and its bootstrap draws (draw -1 is the fit), one row each: what ``axisrl recipe`` reads."""
+    def row(draw: int, law: Law) -> dict[str, Any]:
+        return {"draw": draw, "E": law.E, "m_star": law.m_star, "k_star": law.k_star,
+                **{f"A_{a}": law.A.get(a) for a in RECIPE_AXES}, **{f"alpha_{a}": law.alpha.get(a) for a in RECIPE_AXES},
+                **{f"lo_{a}": fitted.ranges.get(a, (None, None))[0] for a in RECIPE_AXES},
+                **{f"hi_{a}": fitted.ranges.get(a, (None, None))[1] for a in RECIPE_AXES},
+                **{f"centre_{a}": float(getattr(fitted.centre, a)) for a in RECIPE_AXES}}
+    return pl.DataFrame([row(-1, fitted.law)] + [row(k, law) for k, law in enumerate(fitted.draws)],
+                        schema_overrides={"m_star": pl.Float64, "k_star": pl.Float64})
+
+
+def law_from_frame(frame: pl.DataFrame) -> tuple[Law, list[Law], dict[str, tuple[float, float]], dict[str, float]]:
+    """(law, draws, fitted ranges, fixed axes) back from ``law_frame``."""
+    axes = [a for a in RECIPE_AXES if frame[f"alpha_{a}"][0] is not None]
+
+    def law(row: Mapping[str, Any]) -> Law:
+        return Law(row["E"], {a: row[f"A_{a}"] for a in axes}, {a: row[f"alpha_{a}"] for a in axes},
+                   row["m_star"], row["k_star"])
+
+    rows = frame.sort("draw").to_dicts()
+    first = rows[0]
+    ranges = {a: (first[f"lo_{a}"], first[f"hi_{a}"]) for a in axes}
+    fixed = {a: first[f"centre_{a}"] for a in RECIPE_AXES if a not in axes}
+    return law(first), [law(r) for r in rows[1:]], ranges, fixed
+
+
+def cost_frame(model: CostModel, domain: str) -> pl.DataFrame:
+    """The cost model as used, one row per domain (coefficients, currency and terms)."""
+    values = asdict(model)
+    return pl.DataFrame([{"domain": domain, **{k: v for k, v in values.items() if k != "terms"},
+                          "terms": list(values["terms"])}])
+
+
+def _frontier(law: Law, model: CostModel, ranges: Mapping[str, tuple[float, float]], fixed: Mapping[str, float],
+              low: float, high: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """(ln C, optimal L) on a grid of budgets: the law's optimal frontier, decreasing in C."""
+    path = recipe_path(law, model, log_budgets(low, high, 25), bounds=ranges, fixed=fixed, starts=2, seed=seed,
+                       local=False)
+    return np.log(path["compute"].to_numpy()), path["predicted_loss"].to_numpy()
+
+
+def _needed_compute(frontier: tuple[np.ndarray, np.ndarray], loss: float) -> float | None:
+    """The budget at which the frontier reaches ``loss`` (None outside the frontier's range)."""
+    ln_c, frontier_loss = frontier
+    if not frontier_loss.min() <= loss <= frontier_loss.max():
+        return None
+    return float(np.exp(np.interp(-loss, -np.minimum.accumulate(frontier_loss), ln_c)))
+
+
+def efficiency_table(strategies: pl.DataFrame, measured: pl.DataFrame, law: Law, draws: Sequence[Law],
+                     model: CostModel, ranges: Mapping[str, tuple[float, float]], fixed: Mapping[str, float],
+                     n_draws: int, seed: int) -> pl.DataFrame:
+    """Per baseline and compute level: the recipe's compute efficiency ``m = C / C*(L_b)``, where
+    ``L_b`` is the baseline's *measured* loss and ``C*`` inverts the law's optimal frontier
+    (``compute_efficiency``), with a percentile interval over ``n_draws`` law draws, each with the
+    measured loss redrawn from its sampling noise (the draws read an interpolated frontier)."""
+    baselines = measured.join(strategies.select("point_key", "role", "strategy", "compute_factor", "compute"),
+                              on="point_key").filter(pl.col("role") == "strategy", pl.col("strategy") != "recipe")
+    corners = [float(model.cost({a: np.asarray(r[end]) for a, r in ranges.items()}
+                                | {a: np.asarray(v) for a, v in fixed.items()})) for end in (0, 1)]
+    rng = np.random.default_rng(seed)
+    picks = rng.choice(len(draws), size=min(n_draws, len(draws)), replace=False)
+    frontiers = [_frontier(draws[k], model, ranges, fixed, 1.01 * corners[0], 0.99 * corners[1], seed)
+                 for k in picks]
+    rows = []
+    for row in baselines.iter_rows(named=True):
+        try:
+            point = compute_efficiency(law, model, row["loss"], row["compute"], bounds=ranges, fixed=fixed)
+        except ValueError:
+            point = None
+        needed = [_needed_compute(f, row["loss"] + rng.standard_normal() * row["loss_se"]) for f in frontiers]
+        sampled = [row["compute"] / c for c in needed if c is not None]
+        low, high = np.percentile(sampled, [2.5, 97.5]) if len(sampled) >= 10 else (None, None)
+        rows.append({"baseline": row["strategy"], "compute_factor": row["compute_factor"], "compute": row["compute"],
+                     "baseline_success": row["p"], "efficiency": point, "efficiency_lo": low, "efficiency_hi": high,
+                     "n_draws": len(sampled)})
+    return pl.DataFrame(rows, schema_overrides={"efficiency": pl.Float64, "efficiency_lo": pl.Float64,
+                                                "efficiency_hi": pl.Float64})
