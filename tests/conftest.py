@@ -59,3 +59,19 @@ def one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(threads)
+
+
+@pytest.fixture
+def captured(monkeypatch):
+    """Keep the figure handed to ``style.save`` (still saved) so tests can inspect it."""
+    from axisrl.report import style
+
+    kept = []
+    real = style.save
+
+    def save(fig, png, pdf):
+        kept.append(fig)
+        real(fig, png, pdf)
+
+    monkeypatch.setattr(style, "save", save)
+    return kept

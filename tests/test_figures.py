@@ -52,20 +52,6 @@ def _assert_written(png, pdf) -> None:
     assert pdf.stat().st_size > 1_000
 
 
-@pytest.fixture
-def captured(monkeypatch):
-    """Keep the figure handed to ``style.save`` (still saved) so tests can inspect it."""
-    kept = []
-    real = style.save
-
-    def save(fig, png, pdf):
-        kept.append(fig)
-        real(fig, png, pdf)
-
-    monkeypatch.setattr(style, "save", save)
-    return kept
-
-
 def _legend_texts(fig) -> list[str]:
     return [t.get_text() for ax in fig.axes if ax.get_legend() for t in ax.get_legend().get_texts()]
 

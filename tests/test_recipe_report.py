@@ -18,7 +18,7 @@ from axisrl.laws.joint import Law
 from axisrl.recipe import (RECIPE_AXES, CostModel, allocation_at, bootstrap_exponents, chinchilla_transfer, exponents,
                            log_budgets, recipe, recipe_path, trajectories_only)
 from axisrl.recipe.study import cost_frame
-from axisrl.report import figures, style
+from axisrl.report import figures
 
 LAW = Law(E=0.3, A={"d_env": 2.0, "d_task": 3.0, "d_traj": 1.0}, alpha={"d_env": 0.5, "d_task": 0.3, "d_traj": 0.2})
 RANGES = {"d_env": (2.0, 64.0), "d_task": (8.0, 1024.0), "d_traj": (1.0, 32.0)}
@@ -96,20 +96,6 @@ def frames() -> dict[str, pl.DataFrame]:
                      "n_seeds": 2, "p": p, "loss": -np.log(p), "loss_se": 0.02, "trials": trials,
                      "p_se": float(np.sqrt(p * (1 - p) / trials)), "inside_interval": True})
     return {"path": path, "exponents": table, "curves": curves, "measured": pl.DataFrame(rows)}
-
-
-@pytest.fixture
-def captured(monkeypatch):
-    """Keep the figure handed to ``style.save`` (still saved) so tests can inspect it."""
-    kept = []
-    real = style.save
-
-    def save(fig, png, pdf):
-        kept.append(fig)
-        real(fig, png, pdf)
-
-    monkeypatch.setattr(style, "save", save)
-    return kept
 
 
 def _assert_written(png, pdf, min_png: int = 10_000) -> None:

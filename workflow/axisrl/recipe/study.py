@@ -20,8 +20,9 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from axisrl.laws.data import AXES, infer_centre, point_statistics, usable_runs, RunArrays
+from axisrl.laws.data import AXES, RunArrays, infer_centre, point_statistics, usable_runs
 from axisrl.laws.joint import Law, bootstrap_joint, fit_joint, fitted_law, predict_loss
+from axisrl.laws.tables import in_families
 from axisrl.plan import Design
 from axisrl.recipe.cost import RECIPE_AXES, CostModel
 from axisrl.recipe.solve import (Allocation, InfeasibleBudget, allocation_at, bootstrap_exponents, compute_efficiency, exponents,
@@ -51,10 +52,6 @@ class RecipeSettings:
     episodes_per_update: int
 
 
-def in_families(runs: pl.DataFrame, *families: str) -> pl.DataFrame:
-    return runs.filter(pl.col("families").list.eval(pl.element().is_in(list(families))).list.any())
-
-
 def drivers_table(runs: pl.DataFrame) -> pl.DataFrame:
     """Table 18: per domain, the mean measured cost drivers over the usable runs, and the FLOPs per
     width^2 per env step (rollout and training together) that price a rollout's compute."""
@@ -65,7 +62,7 @@ def drivers_table(runs: pl.DataFrame) -> pl.DataFrame:
                                / (pl.col("env_steps") * pl.col("width").cast(pl.Float64) ** 2).sum()))
 
 
-def cost_model(settings: Mapping[str, Any], drivers: Mapping[str, Any], terms: Sequence[str] | None = None) -> CostModel:
+def cost_model(settings: Mapping[str, Any], drivers: Mapping[str, Any]) -> CostModel:
     """The domain's cost model: config coefficients, a null one replaced by its measured driver."""
     measured = {"tokens_per_rollout": drivers["rollout_steps_per_trajectory"],
                 "steps_per_rollout": drivers["rollout_steps_per_trajectory"],
@@ -79,7 +76,7 @@ def cost_model(settings: Mapping[str, Any], drivers: Mapping[str, Any], terms: S
     missing = [name for name, value in values.items() if value is None]
     if missing:
         raise ValueError(f"recipe.cost: {missing} are null and no run measured them")
-    return CostModel.from_mapping(values | ({"terms": list(terms)} if terms is not None else {}))
+    return CostModel.from_mapping(values)
 
 
 @dataclass(frozen=True)
@@ -97,6 +94,7 @@ class FittedLaw:
 
 
 def fit_recipe_law(runs: pl.DataFrame, episodes: pl.DataFrame | None, settings: RecipeSettings) -> FittedLaw:
+    """The joint law over the recipe axes that vary in the law's families, at one setting otherwise."""
     law_runs = in_families(runs, *LAW_FAMILIES)
     ok, _ = usable_runs(law_runs, settings.tier)
     axes = [axis for axis in RECIPE_AXES if ok[axis].n_unique() > 1]
