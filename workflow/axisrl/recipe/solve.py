@@ -123,7 +123,8 @@ def _kkt_spread(loss_gradient: Mapping[str, float], eps: Mapping[str, float],
     if len(priced) < 2:
         return float("nan")
     ratios = np.array([-sum(loss_gradient[a] for a in group) / sum(eps[a] for a in group) for group in priced])
-    return float((ratios.max() - ratios.min()) / abs(ratios.mean()))
+    scale = abs(ratios.mean())
+    return float((ratios.max() - ratios.min()) / scale) if scale > 0 else float("nan")
 
 
 def _allocation(strategy: str, law: Law, cost_model: Cost, budget: float, values: Mapping[str, float],
