@@ -13,6 +13,7 @@ and verifier seconds become FLOP-equivalents at ``c_second`` FLOPs per second.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
@@ -320,9 +321,15 @@ def efficiency_table(strategies: pl.DataFrame, measured: pl.DataFrame, law: Law,
     """Per baseline and compute level: the recipe's compute efficiency ``m = C / C*(L_b)``, where
     ``L_b`` is the baseline's *measured* loss and ``C*`` inverts the law's optimal frontier
     (``compute_efficiency``), with a percentile interval over ``n_draws`` law draws, each with the
-    measured loss redrawn from its sampling noise (the draws read an interpolated frontier)."""
-    baselines = measured.join(strategies.select("point_key", "role", "strategy", "compute_factor", "compute"),
-                              on="point_key").filter(pl.col("role") == "strategy", pl.col("strategy") != "recipe")
+    measured loss redrawn from its sampling noise (the draws read an interpolated frontier). The
+    efficiency trusts the law's frontier for the recipe; ``recipe_success``, ``difference`` and
+    ``difference_se`` put the recipe's own measured success at the same compute beside it, which
+    is what the law's promise has to survive."""
+    measured = measured.with_columns(p_se=(pl.col("p") * (1 - pl.col("p")) / pl.col("trials")).sqrt())
+    runs = measured.join(strategies.select("point_key", "role", "strategy", "compute_factor", "compute"),
+                         on="point_key").filter(pl.col("role") == "strategy")
+    baselines = runs.filter(pl.col("strategy") != "recipe")
+    recipe_measured = {row["compute_factor"]: row for row in runs.filter(pl.col("strategy") == "recipe").to_dicts()}
     corners = [float(model.cost({a: np.asarray(r[end]) for a, r in ranges.items()}
                                 | {a: np.asarray(v) for a, v in fixed.items()})) for end in (0, 1)]
     rng = np.random.default_rng(seed)
@@ -338,8 +345,12 @@ def efficiency_table(strategies: pl.DataFrame, measured: pl.DataFrame, law: Law,
         needed = [_needed_compute(f, row["loss"] + rng.standard_normal() * row["loss_se"]) for f in frontiers]
         sampled = [row["compute"] / c for c in needed if c is not None]
         low, high = np.percentile(sampled, [2.5, 97.5]) if len(sampled) >= 10 else (None, None)
+        recipe_row = recipe_measured.get(row["compute_factor"], {})
         rows.append({"baseline": row["strategy"], "compute_factor": row["compute_factor"], "compute": row["compute"],
                      "baseline_success": row["p"], "efficiency": point, "efficiency_lo": low, "efficiency_hi": high,
-                     "n_draws": len(sampled)})
-    return pl.DataFrame(rows, schema_overrides={"efficiency": pl.Float64, "efficiency_lo": pl.Float64,
-                                                "efficiency_hi": pl.Float64})
+                     "n_draws": len(sampled), "recipe_success": recipe_row.get("p"),
+                     "difference": None if recipe_row.get("p") is None else recipe_row["p"] - row["p"],
+                     "difference_se": None if recipe_row.get("p") is None else
+                     math.hypot(recipe_row["p_se"], row["p_se"])})
+    return pl.DataFrame(rows, schema_overrides={name: pl.Float64 for name in (
+        "efficiency", "efficiency_lo", "efficiency_hi", "recipe_success", "difference", "difference_se")})
