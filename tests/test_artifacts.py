@@ -25,7 +25,7 @@ def test_roundtrip_keeps_data_and_the_config_that_was_hashed(artifact):
     meta = read_meta(artifact)
     assert (meta.stage, meta.key, meta.inputs) == ("synthesize", SPEC.key, SPEC.inputs)
     assert StageSpec(meta.stage, meta.config, meta.inputs).key == meta.key
-    assert set(meta.libraries) == {"polars", "pyarrow", "numpy"}
+    assert set(meta.libraries) == set(artifacts.LIBRARIES)
 
 
 def test_wrong_stage_is_refused(artifact):
@@ -101,3 +101,19 @@ def test_cli_error_is_one_line_and_exit_code_2(tmp_path, capsys):
     assert main(["show", str(bad)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and str(bad) in err
+
+
+def test_a_heldout_pool_that_overlaps_training_is_refused():
+    from axisrl.stages import check_heldout_disjoint
+
+    train = pl.DataFrame({"env_s1": ["a", "b"], "skin": ["x", "y"]})
+    check_heldout_disjoint(train, pl.DataFrame({"tier": ["T2", "T1"], "env_s1": ["c", "a"], "skin": ["z", "x"]}))
+    with pytest.raises(ValueError, match="held-out T2 pool overlaps training: 1 shared env_s1 value"):
+        check_heldout_disjoint(train, pl.DataFrame({"tier": ["T2"], "env_s1": ["b"], "skin": ["z"]}))
+
+
+def test_every_artifact_records_the_library_versions(artifact):
+    from importlib.metadata import version
+
+    libraries = read_meta(artifact).libraries
+    assert libraries["torch"] == version("torch") and libraries["polars"] == pl.__version__

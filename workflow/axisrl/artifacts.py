@@ -25,7 +25,8 @@ from axisrl.config import SCHEMA_VERSION, StageSpec, canonical_json
 
 PREFIX = "axisrl."
 CATALOG_NAME = "catalog.parquet"
-LIBRARIES = ("polars", "pyarrow", "numpy")
+LIBRARIES = ("polars", "pyarrow", "numpy", "scipy", "statsmodels", "torch", "snakemake")
+"""Recorded in every artifact: what reads and writes it, fits it, and trains the policies behind it."""
 
 
 class ArtifactError(RuntimeError):
