@@ -466,10 +466,12 @@ def paper_convention(law: Law) -> pl.DataFrame:
     It is NOT a solution of the Lagrangian of any additive power law (that gives the inverse
     ordering, ``(1/alpha_i) / sum_j 1/alpha_j`` for a product cost); it equals the budget shares
     of a Cobb-Douglas success model under linear costs (fitting.md 6(d)). Kept only so that the
-    paper's table can be reproduced next to the solved exponents.
+    paper's table can be reproduced next to the solved exponents. An axis whose fitted amplitude
+    ``A_i`` is 0 has no effect on the loss, whatever its exponent, and counts as ``alpha_i = 0``.
     """
-    total = sum(law.alpha.values())
-    return pl.DataFrame([{"axis": a, "alpha": law.alpha[a], "paper_exponent": law.alpha[a] / total,
+    alpha = {a: law.alpha[a] if law.A[a] > 0 else 0.0 for a in law.alpha}
+    total = sum(alpha.values())
+    return pl.DataFrame([{"axis": a, "alpha": alpha[a], "paper_exponent": alpha[a] / total if total > 0 else None,
                           "convention": "paper: alpha_i / sum_j alpha_j (not a Lagrangian solution)"}
                          for a in RECIPE_AXES if a in law.alpha])
 
