@@ -16,7 +16,7 @@
 # The shim is needed because the Snakemake jobstep plugin (0.6.1) removes every SLURM_* variable,
 # SLURM_CONF included, before its `srun` inside a job: bin/srun puts SLURM_CONF back and runs the
 # real srun, so jobs need PATH=$SLURM_CI_DIR/bin:$PATH (`cluster.sh env` prints both).
-# Exit status 77: Slurm cannot be set up here (not root, or missing and no apt-get), so callers skip.
+# Exit status 77: Slurm cannot be set up here (not root, or missing and apt-get cannot install it), so callers skip.
 set -Eeuo pipefail
 
 DIR=${SLURM_CI_DIR:-/tmp/axisrl-slurm-ci}
@@ -118,9 +118,13 @@ install() {
         export DEBIAN_FRONTEND=noninteractive
         if ! apt-get -o DPkg::Lock::Timeout=300 install -y --no-install-recommends "${PACKAGES[@]}" >>"$DIR/log/install.log" 2>&1; then
             say "install failed; apt-get update and retry"
-            apt-get update >>"$DIR/log/install.log" 2>&1 || die "apt-get update failed (see $DIR/log/install.log)"
-            apt-get -o DPkg::Lock::Timeout=300 install -y --no-install-recommends "${PACKAGES[@]}" >>"$DIR/log/install.log" 2>&1 ||
-                die "apt-get install ${PACKAGES[*]} failed (see $DIR/log/install.log)"
+            # No package source reachable means Slurm cannot be installed here: skip, loudly, with the log.
+            if ! { apt-get update && apt-get -o DPkg::Lock::Timeout=300 install -y --no-install-recommends \
+                       "${PACKAGES[@]}"; } >>"$DIR/log/install.log" 2>&1; then
+                say "SKIP: apt-get cannot install ${PACKAGES[*]}; last lines of $DIR/log/install.log:"
+                tail -n 5 "$DIR/log/install.log" >&2
+                exit $SKIP
+            fi
         fi
         missing=$(missing_commands | tr '\n' ' ')
         [[ -z $missing ]] || die "still missing after install: $missing"
