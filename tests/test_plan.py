@@ -4,7 +4,7 @@ import polars as pl
 import pytest
 
 from axisrl.config import ConfigError, hashed_part, load_yaml, validate_config
-from axisrl.datasets import PoolTooSmall, select_training_data
+from axisrl.datasets import PoolTooSmall, select_training_data, task_capacity
 from axisrl.plan import AXES, plan_designs, study_jobs
 
 from conftest import DEFAULT_CONFIG
@@ -93,6 +93,15 @@ def test_selection_is_nested_and_spread_over_environments():
     more_envs, _ = select_training_data(ENVS, TASKS, {**DESIGN, "d_env": 4, "d_task": 8})
     assert set(envs["env_id"]) <= set(more_envs["env_id"])
     assert "t07" not in select_training_data(ENVS, TASKS, {**DESIGN, "d_task": 14})[1]["task_id"].to_list()
+
+
+def test_task_capacity_is_what_selection_can_deal():
+    capacity = task_capacity(ENVS, TASKS)
+    assert capacity == [9, 14, 19, 24, 29]  # identity a holds e0 and e1 (t07 on e1 dropped)
+    for d_env, most in enumerate(capacity, start=1):
+        assert select_training_data(ENVS, TASKS, {**DESIGN, "d_env": d_env, "d_task": most})[1].height == most
+        with pytest.raises(PoolTooSmall):
+            select_training_data(ENVS, TASKS, {**DESIGN, "d_env": d_env, "d_task": most + 1})
 
 
 def test_worlds_fix_where_environments_come_from():

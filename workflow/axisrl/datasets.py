@@ -62,6 +62,18 @@ def _deal(tasks: pl.DataFrame, keyed: pl.DataFrame, chosen: list[str], count: in
     return candidates.head(count).drop("identity", "identity_rank", "task_rank")
 
 
+def task_capacity(envs: pl.DataFrame, tasks: pl.DataFrame, env_level: str = "s1") -> list[int]:
+    """Entry ``k - 1``: how many kept tasks the first ``k`` environments (at ``env_level``, in the
+    order ``select_training_data`` takes them) hold, i.e. the largest ``d_task`` a design with
+    ``d_env = k`` can ask for; its length is the largest ``d_env``."""
+    keyed = envs.with_columns(identity=pl.col(f"env_{env_level}"))
+    order = keyed.select("identity").unique("identity", keep="first", maintain_order=True)
+    per_identity = (tasks.filter(pl.col("keep")).join(keyed.select("env_id", "identity"), on="env_id")
+                    .group_by("identity").len())
+    counts = order.join(per_identity, on="identity", how="left", maintain_order="left")["len"].fill_null(0)
+    return counts.cum_sum().to_list()
+
+
 def select_training_data(envs: pl.DataFrame, tasks: pl.DataFrame, design: Mapping[str, Any],
                          synthetic: tuple[pl.DataFrame, pl.DataFrame] | None = None
                          ) -> tuple[pl.DataFrame, pl.DataFrame]:

@@ -476,6 +476,7 @@ def recipe(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, st
            outputs: Mapping[str, str]) -> None:
     """The compute-optimal recipe (Tables 18-21) and the strategy and validation runs it
     pre-registers: their designs and predicted success are written before any of them is trained."""
+    from axisrl.datasets import task_capacity
     from axisrl.recipe import study
 
     options = _recipe_settings(settings)
@@ -494,7 +495,8 @@ def recipe(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, st
         "table20": exponents.filter(pl.col("axis") != "share_weighted_sum").select(
             pl.lit(settings["domain"]).alias("domain"), "axis", "slope", "slope_lo", "slope_hi", "paper_exponent"),
         "table21": study.perturbation_table(fitted, model, options),
-        "strategies": study.strategy_designs(fitted, model, options, len(settings["seeds"])),
+        "strategies": study.strategy_designs(fitted, model, options, len(settings["seeds"]), task_capacity(
+            read_artifact(inputs["envs"], "dedup"), read_artifact(inputs["tasks"], "dedup"))),
     }
     for name, path_ in outputs.items():
         write_artifact(frames[name], path_, spec)

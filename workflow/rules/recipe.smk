@@ -2,6 +2,8 @@ checkpoint recipe:
     input:
         runs=rules.collect.output.runs,
         episodes=rules.collect.output.episodes,
+        envs=f"{stage_dir('dedup')}/envs.parquet",
+        tasks=f"{stage_dir('dedup')}/tasks.parquet",
     output:
         **{name: f"{RECIPE_DIR}/{name}.parquet" for name in RECIPE_FRAMES},
     log:

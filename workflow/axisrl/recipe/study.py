@@ -183,11 +183,14 @@ def perturbation_table(fitted: FittedLaw, model: CostModel, settings: RecipeSett
     return pl.DataFrame(rows)
 
 
-def round_design(values: Mapping[str, float], centre: Design, episodes_per_update: int) -> Design:
-    """The nearest design the study can train: integer axes, at least one task per environment,
-    a group no larger than an update, a width that is a multiple of 8."""
-    d_env = max(1, round(values["d_env"]))
-    return replace(centre, d_env=d_env, d_task=max(d_env, round(values["d_task"])),
+def round_design(values: Mapping[str, float], centre: Design, episodes_per_update: int,
+                 capacity: Sequence[int]) -> Design:
+    """The nearest design the study can train: integer axes, at least one task per environment and
+    no more than the pool holds (``capacity``, from ``datasets.task_capacity``), a group no larger
+    than an update, a width that is a multiple of 8."""
+    d_env = min(max(1, round(values["d_env"])), len(capacity))
+    d_task = min(max(d_env, round(values["d_task"])), capacity[d_env - 1])
+    return replace(centre, d_env=d_env, d_task=d_task,
                    d_traj=min(max(1, round(values["d_traj"])), episodes_per_update),
                    width=max(8, 8 * round(values["width"] / 8)))
 
@@ -219,11 +222,13 @@ def _strategy_allocation(strategy: str, fitted: FittedLaw, model: CostModel, com
     return chinchilla_transfer(fitted.law, model, compute, reference, hold=tuple(_fixed(fitted)))
 
 
-def strategy_designs(fitted: FittedLaw, model: CostModel, settings: RecipeSettings, n_seeds: int) -> pl.DataFrame:
+def strategy_designs(fitted: FittedLaw, model: CostModel, settings: RecipeSettings, n_seeds: int,
+                     capacity: Sequence[int]) -> pl.DataFrame:
     """The pre-registered runs: each strategy at each compute level (multiples of the centre
     design's cost) and the validation point beyond the fitted range (a larger compute and a width
     outside the fitted widths), rounded to trainable designs, with the law's prediction and a
-    prediction interval for the measured success."""
+    prediction interval for the measured success. ``cost`` is the rounded design's, which can fall
+    short of ``compute`` where the pool or an update's episodes cap an axis."""
     unit = centre_cost(fitted, model)
     jobs = [(s, factor, "strategy", None) for factor in settings.strategies for s in STRATEGIES]
     jobs.append(("recipe", settings.validation["compute"], "validation", {"width": settings.validation["width"]}))
@@ -235,7 +240,7 @@ def strategy_designs(fitted: FittedLaw, model: CostModel, settings: RecipeSettin
         except InfeasibleBudget as exc:
             key = "recipe.validation" if role == "validation" else "recipe.strategies"
             raise ValueError(f"{key}: {strategy} at {factor:g}x the centre cost: {exc}") from None
-        design = round_design(allocation.values, fitted.centre, settings.episodes_per_update)
+        design = round_design(allocation.values, fitted.centre, settings.episodes_per_update, capacity)
         rounded = allocation_at(fitted.law, model, {a: float(getattr(design, a)) for a in RECIPE_AXES}, compute,
                                 strategy=strategy)
         predicted, low, high = prediction_interval(fitted, design, n_seeds, seed=settings.seed)
