@@ -26,8 +26,8 @@ from axisrl.laws.joint import Law, bootstrap_joint, fit_joint, fitted_law, predi
 from axisrl.laws.tables import in_families
 from axisrl.plan import Design
 from axisrl.recipe.cost import RECIPE_AXES, CostModel
-from axisrl.recipe.solve import (Allocation, InfeasibleBudget, allocation_at, bootstrap_exponents, compute_efficiency, exponents,
-                                 log_budgets, paper_convention, recipe_path, solve)
+from axisrl.recipe.solve import (Allocation, InfeasibleBudget, allocation_at, bootstrap_exponents, compute_efficiency,
+                                 exponents, log_budgets, paper_convention, recipe_path, solve)
 from axisrl.recipe.strategies import chinchilla_transfer, trajectories_only
 
 DRIVERS = ("horizon", "rollout_steps_per_trajectory", "env_seconds_per_call", "verifier_seconds_per_trajectory",
