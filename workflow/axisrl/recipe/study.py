@@ -126,18 +126,18 @@ def budgets(fitted: FittedLaw, model: CostModel, settings: RecipeSettings) -> np
     the cost model can buy inside the fitted bounds (a budget outside has no allocation in range;
     the exponent tables state the range used, ``c_low`` and ``c_high``)."""
     unit = centre_cost(fitted, model)
-    low = max(settings.budgets["low"] * unit, 1.01 * _corner_cost(fitted, model, 0))
-    high = min(settings.budgets["high"] * unit, 0.99 * _corner_cost(fitted, model, 1))
+    low = max(settings.budgets["low"] * unit, 1.01 * corner_cost(model, fitted.ranges, _fixed(fitted), 0))
+    high = min(settings.budgets["high"] * unit, 0.99 * corner_cost(model, fitted.ranges, _fixed(fitted), 1))
     if not low < high:
         raise ValueError(f"recipe.budgets: {settings.budgets['low']}-{settings.budgets['high']} x the centre "
                          f"cost {unit:.3g} {model.currency} leaves no budget inside the fitted bounds")
     return log_budgets(low, high, settings.budgets["n"])
 
 
-def _corner_cost(fitted: FittedLaw, model: CostModel, end: int) -> float:
+def corner_cost(model: CostModel, ranges: Mapping[str, tuple[float, float]], fixed: Mapping[str, float],
+                end: int) -> float:
     """The cost with every free axis at its lower (``end=0``) or upper (``end=1``) fitted bound."""
-    values = {a: np.asarray(fitted.ranges[a][end]) for a in fitted.ranges} | {
-        a: np.asarray(v) for a, v in _fixed(fitted).items()}
+    values = {a: np.asarray(r[end]) for a, r in ranges.items()} | {a: np.asarray(v) for a, v in fixed.items()}
     return float(model.cost(values))
 
 
@@ -335,8 +335,7 @@ def efficiency_table(strategies: pl.DataFrame, measured: pl.DataFrame, law: Law,
                          on="point_key").filter(pl.col("role") == "strategy")
     baselines = runs.filter(pl.col("strategy") != "recipe")
     recipe_measured = {row["compute_factor"]: row for row in runs.filter(pl.col("strategy") == "recipe").to_dicts()}
-    corners = [float(model.cost({a: np.asarray(r[end]) for a, r in ranges.items()}
-                                | {a: np.asarray(v) for a, v in fixed.items()})) for end in (0, 1)]
+    corners = [corner_cost(model, ranges, fixed, end) for end in (0, 1)]
     rng = np.random.default_rng(seed)
     picks = rng.choice(len(draws), size=min(n_draws, len(draws)), replace=False)
     frontiers = [_frontier(draws[k], model, ranges, fixed, 1.01 * corners[0], 0.99 * corners[1], seed)
