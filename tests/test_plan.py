@@ -45,14 +45,18 @@ def test_every_family_can_be_switched_off(config, schema):
     assert rows == [] and points == {}
 
 
-def test_train_keys_move_with_train_config_but_not_with_evaluation(config, schema):
+def test_train_keys_move_with_train_and_evaluation_config_but_not_with_analysis(config, schema):
+    """The train job also evaluates, so its key covers the evaluate settings."""
     _, _, points, collect = jobs(config, schema)
     changed = copy.deepcopy(config)
+    changed["laws"]["n_boot"] = 10
+    _, _, same, same_collect = jobs(changed, schema)
+    assert all(points[k].train.key == same[k].train.key for k in points) and collect.key == same_collect.key
     changed["evaluate"]["seed"] = 9
     _, _, moved, moved_collect = jobs(changed, schema)
-    assert all(points[k].train.key == moved[k].train.key for k in points)
-    assert all(points[k].evaluate.key != moved[k].evaluate.key for k in points)
+    assert all(points[k].train.key != moved[k].train.key for k in points)
     assert collect.key != moved_collect.key
+    changed = copy.deepcopy(config)
     changed["train"]["lr"] = 0.01
     _, _, moved, _ = jobs(changed, schema)
     assert all(points[k].train.key != moved[k].train.key for k in points)

@@ -26,7 +26,7 @@ STAGE_FILES = {
     "embed": ("task_embeddings",),
     "dedup": (*POOLS, "pool_stats", "task_dedup"),
 }
-"""Single-key stages; train and evaluate have one key per grid point."""
+"""Single-key stages; train (which also evaluates) has one key per grid point."""
 
 
 def artifacts(workdir: Path) -> dict[str, Path]:
@@ -47,7 +47,7 @@ def smoke_run(tmp_path_factory) -> Path:
 
 def test_dry_run_of_the_default_config(workflow_copy):
     done = snakemake(workflow_copy, "-n", "--cores", "2")
-    for rule in ("synthesize", "embed", "dedup", "plan", "train", "evaluate", "collect", "catalog"):
+    for rule in ("synthesize", "embed", "dedup", "plan", "train", "collect", "catalog"):
         assert f"rule {rule}:" in done.stdout
     assert not (workflow_copy / "results").exists()
 
@@ -231,7 +231,7 @@ def test_laws_tables_and_figures_of_the_smoke_study(smoke_run):
 def test_a_fit_option_reruns_the_analysis_only(smoke_run):
     planned = snakemake(smoke_run, "-n", "--cores", "1", *SMOKE, "--config", "laws={n_boot: 100}")
     jobs = {line.split()[0] for line in planned.stdout.split("Job stats:")[1].splitlines()[2:] if line.strip()}
-    assert "laws" in jobs and not jobs & {"train", "evaluate", "collect", "synthesize", "dedup"}
+    assert "laws" in jobs and not jobs & {"train", "collect", "synthesize", "dedup"}
 
 
 @pytest.mark.slow

@@ -15,10 +15,12 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import jsonschema
 import yaml
+
+if TYPE_CHECKING:
+    import jsonschema
 
 SCHEMA_VERSION = 1
 """Version of the artifact layout; bumped when a stage's columns or metadata change meaning."""
@@ -37,9 +39,13 @@ def load_yaml(path: str | Path) -> Any:
         return yaml.safe_load(handle)
 
 
-def _fill_defaults(validator_class: type) -> type:
-    """The jsonschema FAQ recipe: fill ``default`` values while validating."""
-    validate_properties = validator_class.VALIDATORS["properties"]
+@functools.cache
+def _default_filling_validator() -> type:
+    """The jsonschema FAQ recipe: fill ``default`` values while validating. jsonschema is imported
+    here, not at module level: every job imports this module, only the workflow's parse validates."""
+    import jsonschema
+
+    validate_properties = jsonschema.Draft202012Validator.VALIDATORS["properties"]
 
     def set_defaults(validator, properties, instance, schema):
         if isinstance(instance, dict):
@@ -48,10 +54,7 @@ def _fill_defaults(validator_class: type) -> type:
                     instance.setdefault(name, copy.deepcopy(subschema["default"]))
         yield from validate_properties(validator, properties, instance, schema)
 
-    return jsonschema.validators.extend(validator_class, {"properties": set_defaults})
-
-
-_DefaultFillingValidator = _fill_defaults(jsonschema.Draft202012Validator)
+    return jsonschema.validators.extend(jsonschema.Draft202012Validator, {"properties": set_defaults})
 
 
 def _coerce_strings(value: Any, schema: Mapping[str, Any]) -> Any:
@@ -113,7 +116,7 @@ def _cross_checks(cfg: Mapping[str, Any]) -> list[str]:
 def validate_config(config: Mapping[str, Any], schema: Mapping[str, Any]) -> dict[str, Any]:
     """Return a validated copy of ``config`` with every default filled; raise ConfigError otherwise."""
     filled = _coerce_strings(copy.deepcopy(dict(config)), schema)
-    errors = sorted(_DefaultFillingValidator(schema).iter_errors(filled), key=lambda e: list(map(str, e.absolute_path)))
+    errors = sorted(_default_filling_validator()(schema).iter_errors(filled), key=lambda e: list(map(str, e.absolute_path)))
     problems = [_error_line(e) for e in errors] or _cross_checks(filled)
     if problems:
         raise ConfigError("invalid config:\n  " + "\n  ".join(problems))

@@ -207,13 +207,14 @@ def plan_rows(designs: Mapping[str, PlannedDesign], seeds: Sequence[int], domain
 
 @dataclass(frozen=True)
 class PointJobs:
-    """The train and evaluate stage specs of one grid point (all its seeds run in one job each)."""
+    """The train stage spec of one grid point: one job trains every seed and evaluates each on the
+    held-out pool (for the tiny backend a separate evaluate process would spend as long starting
+    up and importing torch as evaluating), so the spec covers the evaluate settings too."""
 
     design: Design
     seeds: tuple[int, ...]
     run_keys: tuple[str, ...]
     train: StageSpec
-    evaluate: StageSpec
 
 
 def check_designs(designs: Mapping[str, PlannedDesign], episodes_per_update: int) -> None:
@@ -260,18 +261,18 @@ def backend_settings(train: Mapping[str, Any], design: Mapping[str, Any]) -> dic
 
 def point_jobs(design: Design, seeds: Sequence[int], hashed: Mapping[str, Any], dedup_key: str,
                sources_key: str) -> PointJobs:
-    """The train and evaluate specs of one design: a plan's grid point or a run the recipe planned,
-    so a recipe design that a family already holds is the same job and trains once."""
+    """The train spec of one design: a plan's grid point or a run the recipe planned, so a recipe
+    design that a family already holds is the same job and trains once."""
     train = StageSpec("train", {"backend": hashed["train"]["backend"], "design": asdict(design),
-                                "settings": backend_settings(hashed["train"], asdict(design)), "seeds": list(seeds)},
+                                "settings": backend_settings(hashed["train"], asdict(design)), "seeds": list(seeds),
+                                "evaluate": hashed["evaluate"]},
                       {"dedup": dedup_key, **({"dedup_sources": sources_key} if design.source != "real" else {})})
-    evaluate = StageSpec("evaluate", {"evaluate": hashed["evaluate"]}, {"train": train.key})
-    return PointJobs(design, tuple(seeds), tuple(run_key(design.point_key, s) for s in seeds), train, evaluate)
+    return PointJobs(design, tuple(seeds), tuple(run_key(design.point_key, s) for s in seeds), train)
 
 
 def study_jobs(cfg: Mapping[str, Any], hashed: Mapping[str, Any], dedup_key: str, sources_key: str
                ) -> tuple[StageSpec, list[dict[str, Any]], dict[str, PointJobs], StageSpec]:
-    """Plan spec and rows, the per-point train/evaluate specs, and the collect spec.
+    """Plan spec and rows, the per-point train specs, and the collect spec.
 
     ``hashed`` is the config with speed-only options removed (what keys cover). Only mixture designs
     depend on the synthetic sources (``sources_key``, the dedup_sources stage), so changing a
@@ -283,7 +284,7 @@ def study_jobs(cfg: Mapping[str, Any], hashed: Mapping[str, Any], dedup_key: str
     seeds = tuple(cfg["study"]["seeds"])
     points = {point_key: point_jobs(planned.design, seeds, hashed, dedup_key, sources_key)
               for point_key, planned in designs.items()}
-    eval_keys = sorted(p.evaluate.key for p in points.values())
+    train_keys = sorted(p.train.key for p in points.values())
     collect = StageSpec("collect", {}, {"plan": plan_spec.key,
-                                        "evaluate": hashlib.sha256(",".join(eval_keys).encode()).hexdigest()[:12]})
+                                        "train": hashlib.sha256(",".join(train_keys).encode()).hexdigest()[:12]})
     return plan_spec, plan_rows(designs, seeds, cfg["domain"]), points, collect

@@ -283,9 +283,11 @@ def _single_thread_torch() -> None:
 
 
 def train(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, str], outputs: Mapping[str, str]) -> None:
-    """Train every seed of one grid point in one process (process start and torch import are paid once)."""
+    """Train every seed of one grid point and evaluate each on the held-out pool, in one process:
+    process start and the torch import (about 3 s) are paid once per grid point, not once per
+    seed and stage."""
     _single_thread_torch()
-    from axisrl.backends.tiny import TrainSettings, save_checkpoint, train as train_policy
+    from axisrl.backends.tiny import TrainSettings, evaluate, load_policy, save_checkpoint, train as train_policy
     from axisrl.datasets import select_training_data
 
     design = settings["design"]
@@ -293,11 +295,13 @@ def train(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, str
                                                     read_artifact(inputs["synthetic_tasks"], "dedup_sources"))
     envs, tasks = select_training_data(read_artifact(inputs["envs"], "dedup"), read_artifact(inputs["tasks"], "dedup"),
                                        design, pool)
+    heldout_envs = read_artifact(inputs["heldout_envs"], "dedup").to_dicts()
+    heldout_tasks = read_artifact(inputs["heldout_tasks"], "dedup").filter(pl.col("keep")).to_dicts()
     synthetic = synthetic_trajectories(design, tasks, inputs, settings.get("sources"))
     backend = TrainSettings.from_dict(backend_settings(settings["train"], design))
     horizon = float(np.mean([json.loads(spec)["max_steps"] for spec in envs["spec"]]))
     effective = effective_d_task(tasks)
-    metrics, runs = [], []
+    metrics, runs, episodes = [], [], []
     for seed, run, checkpoint in zip(settings["seeds"], settings["run_keys"], outputs["checkpoints"]):
         log.info("train %s seed %d: %d envs, %d tasks", run, seed, envs.height, tasks.height)
         result = train_policy(envs.to_dicts(), tasks.to_dicts(), backend, seed, synthetic=synthetic,
@@ -311,8 +315,12 @@ def train(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, str
                      "train_success": float(np.mean([row["success_mean"] for row in tail])) if tail else None,
                      **result.compute, **cost_drivers(result.compute, result.timings, horizon), **effective})
         save_checkpoint(result, checkpoint)
+        rows = evaluate(load_policy(checkpoint), heldout_envs, heldout_tasks, settings["evaluate"]["seed"])
+        episodes += [{"run_key": run, "seed": seed, **row} for row in rows]
+        log.info("evaluate %s: %d held-out episodes, success %.3f", run, len(rows), np.mean([r["success"] for r in rows]))
     write_artifact(pl.DataFrame(metrics, infer_schema_length=None), outputs["metrics"], spec)
     write_artifact(pl.DataFrame(runs, infer_schema_length=None), outputs["runs"], spec)
+    write_artifact(pl.DataFrame(episodes, infer_schema_length=None), outputs["episodes"], spec)
 
 
 def synthetic_trajectories(design: Mapping[str, Any], tasks: pl.DataFrame, inputs: Mapping[str, str],
@@ -371,22 +379,6 @@ def cost_drivers(compute: Mapping[str, float], timings: Mapping[str, float], hor
             "utilization": ratio(timings["policy_seconds"], timings["rollout_wall_seconds"])}
 
 
-def evaluate(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, str],
-             outputs: Mapping[str, str]) -> None:
-    """Greedy rollouts of every seed's policy on the fixed held-out pool (the same pool for every run)."""
-    _single_thread_torch()
-    from axisrl.backends.tiny import evaluate as evaluate_policy, load_policy
-
-    envs = read_artifact(inputs["heldout_envs"], "dedup").to_dicts()
-    tasks = read_artifact(inputs["heldout_tasks"], "dedup").filter(pl.col("keep")).to_dicts()
-    episodes = []
-    for seed, run, checkpoint in zip(settings["seeds"], settings["run_keys"], inputs["checkpoints"]):
-        rows = evaluate_policy(load_policy(checkpoint), envs, tasks, settings["evaluate"]["seed"])
-        episodes += [{"run_key": run, "seed": seed, **row} for row in rows]
-        log.info("evaluate %s: %d episodes, success %.3f", run, len(rows), np.mean([r["success"] for r in rows]))
-    write_artifact(pl.DataFrame(episodes, infer_schema_length=None), outputs["episodes"], spec)
-
-
 TIERS = ("T0", "T1", "T2", "all")
 
 
@@ -412,7 +404,7 @@ def collect(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, s
     status), and every held-out episode's success (the task-level bootstrap reads it)."""
     planned = read_artifact(inputs["plan"], "plan")
     trained = pl.concat([read_artifact(p, "train") for p in inputs["train_runs"]], how="diagonal_relaxed")
-    episodes = pl.concat([read_artifact(p, "evaluate") for p in inputs["episodes"]], how="diagonal_relaxed")
+    episodes = pl.concat([read_artifact(p, "train") for p in inputs["episodes"]], how="diagonal_relaxed")
     steps = episodes.group_by("run_key").agg(steps_per_trajectory=pl.col("steps").mean())
     frame = (planned.join(trained.drop("seed"), on="run_key", how="left")
              .join(success_by_tier(episodes), on="run_key", how="left")
@@ -515,7 +507,7 @@ def validate(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, 
 
     strategies = read_artifact(inputs["strategies"], "recipe")
     trained = pl.concat([read_artifact(p, "train") for p in inputs["train_runs"]], how="diagonal_relaxed")
-    episodes = pl.concat([read_artifact(p, "evaluate") for p in inputs["episodes"]], how="diagonal_relaxed")
+    episodes = pl.concat([read_artifact(p, "train") for p in inputs["episodes"]], how="diagonal_relaxed")
     keys = pl.DataFrame([{"run_key": run_key(point, seed), "point_key": point}
                          for point in strategies["point_key"].unique().to_list() for seed in settings["seeds"]])
     runs = trained.join(success_by_tier(episodes), on="run_key", how="left").join(keys, on="run_key")

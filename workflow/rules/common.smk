@@ -81,7 +81,6 @@ RECIPE_DIR = f"{RESULTS}/recipe/{RECIPE_SPEC.key}"
 VALIDATE_SPEC = StageSpec("validate", {}, {"recipe": RECIPE_SPEC.key})
 VALIDATE_DIR = f"{RESULTS}/validate/{VALIDATE_SPEC.key}"
 TRAIN = {point.train.key: point for point in POINTS.values()}
-EVALUATE = {point.evaluate.key: point for point in POINTS.values()}
 CATALOG_SPEC = StageSpec(
     "catalog",
     {},
@@ -105,7 +104,6 @@ def stage_log(stage):
 
 wildcard_constraints:
     train_key=r"[0-9a-f]{12}",
-    eval_key=r"[0-9a-f]{12}",
 
 
 def strategy_points():
@@ -140,29 +138,21 @@ def point_of_train(key):
     return TRAIN[key] if key in TRAIN else strategy_points()[key]
 
 
-def point_of_evaluate(key):
-    if key in EVALUATE:
-        return EVALUATE[key]
-    return {p.evaluate.key: p for p in strategy_points().values()}[key]
-
-
 def train_spec(wildcards):
     return point_of_train(wildcards.train_key).train
 
 
-def evaluate_spec(wildcards):
-    return point_of_evaluate(wildcards.eval_key).evaluate
-
-
 def training_pool(wildcards):
-    """The dedup-stage env and task files a grid point draws from: the placebo pool for the
+    """The dedup-stage env and task files a grid point draws from (the placebo pool for the
     placebo level of Table 7, the training pool otherwise; a mixture design also reads the
-    synthetic sources."""
+    synthetic sources) and the held-out pool it is evaluated on."""
     design = point_of_train(wildcards.train_key).design
     prefix = "placebo_" if design.env_level == "placebo" else ""
     files = {
         "envs": f"{stage_dir('dedup')}/{prefix}envs.parquet",
         "tasks": f"{stage_dir('dedup')}/{prefix}tasks.parquet",
+        "heldout_envs": f"{stage_dir('dedup')}/heldout_envs.parquet",
+        "heldout_tasks": f"{stage_dir('dedup')}/heldout_tasks.parquet",
     }
     if design.source != "real":
         files.update(
@@ -177,6 +167,7 @@ def train_params(wildcards):
     point = point_of_train(wildcards.train_key)
     return {
         "train": CONFIG["train"],
+        "evaluate": CONFIG["evaluate"],
         "sources": CONFIG["sources"] if point.design.source != "real" else None,
         "design": asdict(point.design),
         "seeds": list(point.seeds),
@@ -184,29 +175,12 @@ def train_params(wildcards):
     }
 
 
-def evaluate_params(wildcards):
-    point = point_of_evaluate(wildcards.eval_key)
-    return {
-        "evaluate": CONFIG["evaluate"],
-        "seeds": list(point.seeds),
-        "run_keys": list(point.run_keys),
-    }
-
-
-def checkpoints_of(wildcards):
-    point = point_of_evaluate(wildcards.eval_key)
-    return [
-        f"{RESULTS}/train/{point.train.key}/policy_seed{seed}.pt"
-        for seed in point.seeds
-    ]
-
-
 def all_train_runs():
     return [f"{RESULTS}/train/{key}/runs.parquet" for key in TRAIN]
 
 
 def all_episodes():
-    return [f"{RESULTS}/evaluate/{key}/episodes.parquet" for key in EVALUATE]
+    return [f"{RESULTS}/train/{key}/episodes.parquet" for key in TRAIN]
 
 
 def validate_inputs(wildcards):
@@ -219,7 +193,7 @@ def validate_inputs(wildcards):
         "cost": recipe.cost,
         "train_runs": [f"{RESULTS}/train/{p.train.key}/runs.parquet" for p in points],
         "episodes": [
-            f"{RESULTS}/evaluate/{p.evaluate.key}/episodes.parquet" for p in points
+            f"{RESULTS}/train/{p.train.key}/episodes.parquet" for p in points
         ],
     }
 

@@ -19,6 +19,7 @@ rule train:
     output:
         metrics=f"{RESULTS}/train/{{train_key}}/metrics.parquet",
         runs=f"{RESULTS}/train/{{train_key}}/runs.parquet",
+        episodes=f"{RESULTS}/train/{{train_key}}/episodes.parquet",
         checkpoints=expand(
             f"{RESULTS}/train/{{{{train_key}}}}/policy_seed{{seed}}.pt",
             seed=CONFIG["study"]["seeds"],
@@ -38,30 +39,6 @@ rule train:
         settings=train_params,
     script:
         "../scripts/train.py"
-
-
-rule evaluate:
-    input:
-        heldout_envs=f"{stage_dir('dedup')}/heldout_envs.parquet",
-        heldout_tasks=f"{stage_dir('dedup')}/heldout_tasks.parquet",
-        checkpoints=checkpoints_of,
-    output:
-        episodes=f"{RESULTS}/evaluate/{{eval_key}}/episodes.parquet",
-    log:
-        f"{RESULTS}/logs/evaluate/{{eval_key}}.log",
-    benchmark:
-        f"{RESULTS}/benchmarks/evaluate/{{eval_key}}.tsv"
-    conda:
-        "../../envs/core.yaml"
-    threads: 1
-    resources:
-        mem_mb=1000,
-        runtime=30,
-    params:
-        spec=evaluate_spec,
-        settings=evaluate_params,
-    script:
-        "../scripts/evaluate.py"
 
 
 rule collect:
