@@ -192,9 +192,7 @@ def validate_inputs(wildcards):
         "law": recipe.law,
         "cost": recipe.cost,
         "train_runs": [f"{RESULTS}/train/{p.train.key}/runs.parquet" for p in points],
-        "episodes": [
-            f"{RESULTS}/train/{p.train.key}/episodes.parquet" for p in points
-        ],
+        "episodes": [f"{RESULTS}/train/{p.train.key}/episodes.parquet" for p in points],
     }
 
 
