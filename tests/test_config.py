@@ -37,6 +37,12 @@ def test_empty_config_gets_every_default_and_hashes_like_the_explicit_default(de
         ({"study": {"grids": {"d_env": [0, 2, 4]}}}, "study.grids.d_env.0: 0 is less than the minimum of 1"),
         ({"study": {"grids": {"d_traj": [-1, 2]}}}, "study.grids.d_traj.0: -1 is less than the minimum of 1"),
         ({"recipe": {"cost": {"toolworld": {"failed_fraction": 1.0}}}}, "recipe.cost.toolworld.failed_fraction"),
+        ({"domain": "mathcode"}, "train.backend: tiny trains on toolworld only"),
+        ({"evaluate": {"backend": "vllm"}}, "evaluate.backend: vllm needs train.backend verl"),
+        ({"train": {"backend": "verl"}}, "evaluate.backend: train.backend verl is evaluated with vllm"),
+        ({"train": {"backend": "verl"}, "evaluate": {"backend": "vllm"}}, "train.llm.model: train.backend verl needs"),
+        ({"train": {"backend": "verl", "llm": {"model": "/m"}}, "evaluate": {"backend": "vllm"}},
+         "study.families.mixtures: the verl backend cannot run it"),
     ],
 )
 def test_bad_config_names_the_key_and_the_reason(overlay, named, schema):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -43,6 +44,19 @@ def smoke_run(tmp_path_factory) -> Path:
     workdir = copy_workflow(tmp_path_factory.mktemp("smoke"))
     snakemake(workdir, "--cores", "2", *SMOKE)
     return workdir
+
+
+def test_dry_run_of_the_cluster_study_lists_gpu_train_and_evaluate_jobs(workflow_copy):
+    """The Qwen3-8B study (verl training, vLLM evaluation, math+code) plans on CPU: every grid point
+    gets a train job per seed on 8 GPUs and one evaluate job on 1 GPU."""
+    done = snakemake(workflow_copy, "-n", "--cores", "64", "--configfile", "config/studies/qwen3-8b.yaml")
+    jobs = re.findall(r"^rule (\w+):\n(?:    .*\n)*?    resources: (.*)$", done.stdout, flags=re.M)
+    gpus = {rule: {r for name, r in jobs if name == rule} for rule in ("train", "evaluate")}
+    count = {rule: len([name for name, _ in jobs if name == rule]) for rule in ("train", "evaluate")}
+    assert count["train"] == 3 * count["evaluate"] > 150  # three seeds
+    assert all("gpu=8" in r for r in gpus["train"]) and all("gpu=1" in r for r in gpus["evaluate"])
+    assert "rule synthesize:" in done.stdout and "rule sources:" not in done.stdout  # no mixtures on the cluster
+    assert not (workflow_copy / "results").exists()
 
 
 def test_dry_run_of_the_default_config(workflow_copy):

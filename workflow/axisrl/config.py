@@ -110,6 +110,32 @@ def _cross_checks(cfg: Mapping[str, Any]) -> list[str]:
                             f"({largest}) of the placebo sweep (study.families.pool_construction.levels)")
     if dedup["theta"] not in dedup["thetas"]:
         problems.append(f"dedup.theta: {dedup['theta']} is not one of dedup.thetas {dedup['thetas']}")
+    return problems + _backend_checks(cfg)
+
+
+GPU_BACKENDS = {"verl": "vllm"}
+"""Train backend -> the evaluate backend it pairs with; the tiny backend evaluates itself."""
+TINY_ONLY_FAMILIES = ("mixtures", "model_sizes", "budget_conventions")
+"""Families only the tiny backend can run: synthetic sources replay into its rollouts, its width
+is the model size, and it counts env steps and FLOPs exactly enough to cap them."""
+
+
+def _backend_checks(cfg: Mapping[str, Any]) -> list[str]:
+    train, evaluate = cfg["train"]["backend"], cfg["evaluate"]["backend"]
+    if train == "tiny":
+        problems = [] if evaluate == "tiny" else [f"evaluate.backend: {evaluate} needs train.backend verl"]
+        if cfg["domain"] != "toolworld":
+            problems.append(f"train.backend: tiny trains on toolworld only, not domain {cfg['domain']} (use verl)")
+        return problems
+    problems = [] if evaluate == GPU_BACKENDS[train] else [
+        f"evaluate.backend: train.backend {train} is evaluated with {GPU_BACKENDS[train]}, not {evaluate}"]
+    if not cfg["train"]["llm"]["model"]:
+        problems.append(f"train.llm.model: train.backend {train} needs a local model directory")
+    families = cfg["study"]["families"]
+    problems += [f"study.families.{name}: the {train} backend cannot run it (tiny backend only); disable it"
+                 for name in TINY_ONLY_FAMILIES if families[name]["enabled"]]
+    if cfg["recipe"]["enabled"]:
+        problems.append(f"recipe.enabled: the recipe needs model sizes, which one {train} study does not have")
     return problems
 
 
@@ -187,7 +213,8 @@ class StageSpec:
 def stage_specs(cfg: Mapping[str, Any], schema: Mapping[str, Any]) -> dict[str, StageSpec]:
     """Every stage's spec for a validated config, upstream first."""
     hashed = hashed_part(dict(cfg), schema)
-    synthesize = StageSpec("synthesize", {"domain": hashed["domain"], "synthesize": hashed["synthesize"]})
+    read = {k: v for k, v in hashed["synthesize"].items() if k != "mathcode" or hashed["domain"] == "mathcode"}
+    synthesize = StageSpec("synthesize", {"domain": hashed["domain"], "synthesize": read})
     embed = StageSpec("embed", {"embedding": hashed["dedup"]["embedding"]}, {"synthesize": synthesize.key})
     dedup = StageSpec("dedup", {"dedup": hashed["dedup"]}, {"synthesize": synthesize.key, "embed": embed.key})
     mixtures = hashed["study"]["families"]["mixtures"]

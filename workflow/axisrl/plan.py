@@ -207,14 +207,22 @@ def plan_rows(designs: Mapping[str, PlannedDesign], seeds: Sequence[int], domain
 
 @dataclass(frozen=True)
 class PointJobs:
-    """The train stage spec of one grid point: one job trains every seed and evaluates each on the
-    held-out pool (for the tiny backend a separate evaluate process would spend as long starting
-    up and importing torch as evaluating), so the spec covers the evaluate settings too."""
+    """The stage specs of one grid point (all its seeds run in one job each). With the tiny
+    backend one job trains every seed and evaluates it on the held-out pool (a separate evaluate
+    process would spend as long starting up and importing torch as evaluating), so ``train``
+    covers the evaluate settings and ``evaluate`` is None; the GPU backends evaluate in a job of
+    their own (vLLM does not install beside verl), keyed by ``evaluate``."""
 
     design: Design
     seeds: tuple[int, ...]
     run_keys: tuple[str, ...]
     train: StageSpec
+    evaluate: StageSpec | None
+
+    @property
+    def episodes_stage(self) -> str:
+        """The stage whose artifact holds this point's held-out episodes."""
+        return "train" if self.evaluate is None else "evaluate"
 
 
 def check_designs(designs: Mapping[str, PlannedDesign], episodes_per_update: int) -> None:
@@ -252,7 +260,7 @@ def backend_settings(train: Mapping[str, Any], design: Mapping[str, Any]) -> dic
     caps = {"max_rollout_steps": train["token_cap"] if budget == "token_cap" else None,
             "max_flops": train["flop_cap"] if budget == "iso_flop" else None}
     updates = train["updates"] if budget == "fixed_updates" else train["updates"] * train["capped_update_factor"]
-    unread = {"backend", "token_cap", "flop_cap", "capped_update_factor"}
+    unread = {"backend", "llm", "token_cap", "flop_cap", "capped_update_factor"}
     unread.update(option for algo, options in ALGO_ONLY.items() if algo != design["algo"] for option in options)
     return {**{k: v for k, v in train.items() if k not in unread}, **caps, "updates": updates,
             "algo": design["algo"], "width": design["width"], "group_size": design["d_traj"],
@@ -261,18 +269,26 @@ def backend_settings(train: Mapping[str, Any], design: Mapping[str, Any]) -> dic
 
 def point_jobs(design: Design, seeds: Sequence[int], hashed: Mapping[str, Any], dedup_key: str,
                sources_key: str) -> PointJobs:
-    """The train spec of one design: a plan's grid point or a run the recipe planned, so a recipe
-    design that a family already holds is the same job and trains once."""
-    train = StageSpec("train", {"backend": hashed["train"]["backend"], "design": asdict(design),
-                                "settings": backend_settings(hashed["train"], asdict(design)), "seeds": list(seeds),
-                                "evaluate": hashed["evaluate"]},
+    """The train (and, for the GPU backends, evaluate) specs of one design: a plan's grid point or a
+    run the recipe planned, so a recipe design that a family already holds is the same job and
+    trains once. Each spec hashes only what its job reads."""
+    backend = hashed["train"]["backend"]
+    config: dict[str, Any] = {"backend": backend, "design": asdict(design),
+                              "settings": backend_settings(hashed["train"], asdict(design)), "seeds": list(seeds)}
+    if backend == "tiny":
+        config["evaluate"] = {k: hashed["evaluate"][k] for k in ("backend", "seed")}
+    else:
+        config["llm"] = hashed["train"]["llm"]
+    train = StageSpec("train", config,
                       {"dedup": dedup_key, **({"dedup_sources": sources_key} if design.source != "real" else {})})
-    return PointJobs(design, tuple(seeds), tuple(run_key(design.point_key, s) for s in seeds), train)
+    evaluate = None if backend == "tiny" else StageSpec(
+        "evaluate", {"evaluate": hashed["evaluate"], "llm": hashed["train"]["llm"]}, {"train": train.key})
+    return PointJobs(design, tuple(seeds), tuple(run_key(design.point_key, s) for s in seeds), train, evaluate)
 
 
 def study_jobs(cfg: Mapping[str, Any], hashed: Mapping[str, Any], dedup_key: str, sources_key: str
                ) -> tuple[StageSpec, list[dict[str, Any]], dict[str, PointJobs], StageSpec]:
-    """Plan spec and rows, the per-point train specs, and the collect spec.
+    """Plan spec and rows, the per-point job specs, and the collect spec.
 
     ``hashed`` is the config with speed-only options removed (what keys cover). Only mixture designs
     depend on the synthetic sources (``sources_key``, the dedup_sources stage), so changing a
@@ -284,7 +300,7 @@ def study_jobs(cfg: Mapping[str, Any], hashed: Mapping[str, Any], dedup_key: str
     seeds = tuple(cfg["study"]["seeds"])
     points = {point_key: point_jobs(planned.design, seeds, hashed, dedup_key, sources_key)
               for point_key, planned in designs.items()}
-    train_keys = sorted(p.train.key for p in points.values())
+    keys = sorted((p.evaluate or p.train).key for p in points.values())
     collect = StageSpec("collect", {}, {"plan": plan_spec.key,
-                                        "train": hashlib.sha256(",".join(train_keys).encode()).hexdigest()[:12]})
+                                        "runs": hashlib.sha256(",".join(keys).encode()).hexdigest()[:12]})
     return plan_spec, plan_rows(designs, seeds, cfg["domain"]), points, collect

@@ -18,6 +18,7 @@ import numpy as np
 import polars as pl
 
 from axisrl import dedup as dedup_math
+from axisrl import domains
 from axisrl.artifacts import catalog, read_artifact, write_artifact
 from axisrl.config import StageSpec
 from axisrl.plan import backend_settings
@@ -57,7 +58,7 @@ ENV_LEVELS = ("s3", "s2", "s1")
 def synthesize(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, str], outputs: Mapping[str, str]) -> None:
     """Generate the training and held-out pools of the configured domain."""
     log.info("synthesizing %s pool", settings["domain"])
-    pool = toolworld.generate_pool(settings["synthesize"])
+    pool = domains.load(settings["domain"]).generate_pool(settings["synthesize"])
     for env_file, task_file in SPLIT_FILES.values():
         for name, columns in ((env_file, ENV_COLUMNS), (task_file, TASK_COLUMNS)):
             frame = pl.DataFrame(getattr(pool, name), schema=columns).with_columns(source=pl.lit("real"))
@@ -111,7 +112,7 @@ def _short_hash(*parts: str) -> str:
     return hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]
 
 
-def env_signatures(envs: pl.DataFrame) -> pl.DataFrame:
+def env_signatures(envs: pl.DataFrame, domain: str = "toolworld") -> pl.DataFrame:
     """Add the signature columns, the S3/S2/S1 identities and first-occurrence flags per level.
 
     ``env_s3`` = API set, ``env_s2`` = (API set, schema), ``env_s1`` = (API set, schema,
@@ -119,7 +120,8 @@ def env_signatures(envs: pl.DataFrame) -> pl.DataFrame:
     and ``level`` says at which level a distinct (S1) environment first differs from the ones
     before it: a new API set (S3), a new schema under a seen API set (S2), or new semantics only (S1).
     """
-    sigs = pl.DataFrame([toolworld.signatures(json.loads(s)) for s in envs["spec"]])
+    signatures = domains.load(domain).signatures
+    sigs = pl.DataFrame([signatures(json.loads(s)) for s in envs["spec"]])
     frame = pl.concat([envs, sigs], how="horizontal").with_columns(
         env_s3=pl.col("sig_api"),
         env_s2=pl.struct("sig_api", "sig_schema").map_elements(
@@ -138,8 +140,9 @@ def env_signatures(envs: pl.DataFrame) -> pl.DataFrame:
     return frame.with_columns(level=level)
 
 
-def pool_stats(envs: pl.DataFrame, split: str) -> dict[str, Any]:
+def pool_stats(envs: pl.DataFrame, split: str, domain: str = "toolworld") -> dict[str, Any]:
     """One row of Table 6: diversity of the signature-distinct environments of a pool."""
+    tokens = domains.load(domain)
     distinct = envs.filter(pl.col("distinct_s1"))
     specs = [json.loads(s) for s in distinct["spec"]]
     counts = {level: int((distinct["level"] == level.upper()).sum()) for level in ENV_LEVELS}
@@ -152,10 +155,10 @@ def pool_stats(envs: pl.DataFrame, split: str) -> dict[str, Any]:
         "n_skins": envs["skin"].n_unique(),
         **{f"n_{level}": counts[level] for level in ENV_LEVELS},
         **{f"share_{level}": counts[level] / n for level in ENV_LEVELS},
-        "jaccard_tools": dedup_math.mean_pairwise_jaccard_distance([toolworld.tool_tokens(s) for s in specs]),
-        "jaccard_schema": dedup_math.mean_pairwise_jaccard_distance([toolworld.schema_tokens(s) for s in specs]),
+        "jaccard_tools": dedup_math.mean_pairwise_jaccard_distance([tokens.tool_tokens(s) for s in specs]),
+        "jaccard_schema": dedup_math.mean_pairwise_jaccard_distance([tokens.schema_tokens(s) for s in specs]),
         "transition_diversity": dedup_math.mean_pairwise_jaccard_distance(
-            [toolworld.transition_tokens(s) for s in specs]),
+            [tokens.transition_tokens(s) for s in specs]),
     }
 
 
@@ -173,12 +176,16 @@ def theta_column(theta: float) -> str:
     return f"keep_emb_{theta:g}"
 
 
+TASK_RULES = {"raw": "keep_raw", "skill_sig": "keep_skill", "verifier_sig": "keep_verifier"}
+"""The non-embedding dedup rules and their keep-flag columns."""
+
+
 def task_keep_flags(tasks: pl.DataFrame, embeddings: pl.DataFrame, thetas: Sequence[float], theta: float,
-                    block_size: int) -> pl.DataFrame:
+                    block_size: int, task_rule: str = "embedding") -> pl.DataFrame:
     """One keep flag per dedup rule (Table 15) and per embedding threshold (Table 14).
 
     Rules walk tasks in ``task_id`` order (a content hash, so the order is fixed and unrelated to
-    generation order). ``keep`` is the default rule: embedding distance > ``theta``.
+    generation order). ``keep`` is ``task_rule``'s flag: by default embedding distance > ``theta``.
     """
     ordered = tasks.join(embeddings.select("task_id", "embedding"), on="task_id", how="left").sort("task_id")
     missing = ordered["embedding"].null_count()
@@ -191,13 +198,13 @@ def task_keep_flags(tasks: pl.DataFrame, embeddings: pl.DataFrame, thetas: Seque
         keep_skill=pl.Series(dedup_math.first_occurrence_keep(list(zip(ordered["env_s1"], ordered["skill_sig"])))),
         keep_verifier=pl.Series(dedup_math.first_occurrence_keep(list(zip(ordered["env_s1"], ordered["verifier_sig"])))),
         **{theta_column(t): pl.Series(keeps[t]) for t in thetas},
-    ).with_columns(keep=pl.col(theta_column(theta)))
+    ).with_columns(keep=pl.col(TASK_RULES.get(task_rule, theta_column(theta))))
     return tasks.join(flags, on="task_id", how="left", maintain_order="left")
 
 
 def task_dedup_summary(tasks: pl.DataFrame, split: str, thetas: Sequence[float]) -> list[dict[str, Any]]:
     """Effective D_T under each rule: the rows behind Tables 14 and 15."""
-    rules = [("raw", None, "keep_raw"), ("skill_sig", None, "keep_skill"), ("verifier_sig", None, "keep_verifier")]
+    rules = [(rule, None, column) for rule, column in TASK_RULES.items()]
     rules += [("embedding", t, theta_column(t)) for t in thetas]
     return [{"split": split, "rule": rule, "theta": theta, "column": column,
              "n_raw": tasks.height, "n_kept": int(tasks[column].sum())} for rule, theta, column in rules]
@@ -206,15 +213,18 @@ def task_dedup_summary(tasks: pl.DataFrame, split: str, thetas: Sequence[float])
 def dedup(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, str], outputs: Mapping[str, str]) -> None:
     """Signature-level environment identity, pool statistics and task keep-flags for both pools."""
     embeddings = read_artifact(inputs["embeddings"], "embed")
-    envs = {split: env_signatures(read_artifact(inputs[files[0]], "synthesize")) for split, files in SPLIT_FILES.items()}
+    domain = settings["domain"]
+    envs = {split: env_signatures(read_artifact(inputs[files[0]], "synthesize"), domain)
+            for split, files in SPLIT_FILES.items()}
     check_heldout_disjoint(envs["train"], envs["heldout"])
     stats, summary = [], []
     for split, (env_file, task_file) in SPLIT_FILES.items():
         log.info("dedup %s: %d raw environments", split, envs[split].height)
-        stats.append(pool_stats(envs[split], split))
+        stats.append(pool_stats(envs[split], split, domain))
         tasks = read_artifact(inputs[task_file], "synthesize").join(
             envs[split].select("env_id", "env_s1"), on="env_id", how="left", maintain_order="left")
-        tasks = task_keep_flags(tasks, embeddings, settings["thetas"], settings["theta"], settings["block_size"])
+        tasks = task_keep_flags(tasks, embeddings, settings["thetas"], settings["theta"], settings["block_size"],
+                                settings["task_rule"])
         summary += task_dedup_summary(tasks, split, settings["thetas"])
         write_artifact(envs[split], outputs[env_file], spec)
         write_artifact(tasks, outputs[task_file], spec)
@@ -247,7 +257,8 @@ def dedup_sources(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[
         tasks = pl.concat([
             task_keep_flags(tasks.filter(pl.col("source") == source).join(identities, on="env_id", how="left",
                                                                            maintain_order="left"),
-                            embeddings, settings["thetas"], settings["theta"], settings["block_size"])
+                            embeddings, settings["thetas"], settings["theta"], settings["block_size"],
+                            settings["task_rule"])
             for source in tasks["source"].unique(maintain_order=True)])
         for source, kept, total in tasks.group_by("source", maintain_order=True).agg(
                 pl.col("keep").sum(), pl.len()).iter_rows():
@@ -295,8 +306,7 @@ def train(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, str
                                                     read_artifact(inputs["synthetic_tasks"], "dedup_sources"))
     envs, tasks = select_training_data(read_artifact(inputs["envs"], "dedup"), read_artifact(inputs["tasks"], "dedup"),
                                        design, pool)
-    heldout_envs = read_artifact(inputs["heldout_envs"], "dedup").to_dicts()
-    heldout_tasks = read_artifact(inputs["heldout_tasks"], "dedup").filter(pl.col("keep")).to_dicts()
+    heldout_envs, heldout_tasks = (frame.to_dicts() for frame in _heldout(inputs))
     synthetic = synthetic_trajectories(design, tasks, inputs, settings.get("sources"))
     backend = TrainSettings.from_dict(backend_settings(settings["train"], design))
     horizon = float(np.mean([json.loads(spec)["max_steps"] for spec in envs["spec"]]))
@@ -320,6 +330,81 @@ def train(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, str
         log.info("evaluate %s: %d held-out episodes, success %.3f", run, len(rows), np.mean([r["success"] for r in rows]))
     write_artifact(pl.DataFrame(metrics, infer_schema_length=None), outputs["metrics"], spec)
     write_artifact(pl.DataFrame(runs, infer_schema_length=None), outputs["runs"], spec)
+    write_artifact(pl.DataFrame(episodes, infer_schema_length=None), outputs["episodes"], spec)
+
+
+def _heldout(inputs: Mapping[str, str]) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The held-out pool every run is evaluated on: its environments and the tasks dedup kept."""
+    return (read_artifact(inputs["heldout_envs"], "dedup"),
+            read_artifact(inputs["heldout_tasks"], "dedup").filter(pl.col("keep")))
+
+
+def train_verl(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, str],
+               outputs: Mapping[str, str]) -> None:
+    """Train one seed of one grid point with verl on this job's GPUs (a run takes a node for days,
+    so each seed is a job) and merge its final checkpoint into ``model`` (a Hugging Face
+    directory) for the vLLM evaluate job. A run that fails is recorded with its error."""
+    import subprocess
+    from pathlib import Path
+
+    from axisrl.backends.verl import VerlJob, merge_command, train as train_llm
+    from axisrl.datasets import select_training_data
+
+    design, llm, resources = settings["design"], settings["train"]["llm"], settings["resources"]
+    train_data = select_training_data(read_artifact(inputs["envs"], "dedup"), read_artifact(inputs["tasks"], "dedup"),
+                                      design)
+    backend = backend_settings(settings["train"], design)
+    model = Path(outputs["model"])
+    metrics, runs = [], []
+    for seed, run in zip(settings["seeds"], settings["run_keys"]):
+        log.info("train %s seed %d with verl: %d envs, %d tasks", run, seed, *(frame.height for frame in train_data))
+        job = VerlJob(model_path=llm["model"], run_dir=model.parent / "verl", experiment_name=run,
+                      seed=seed, n_gpus=resources["gpus"], num_cpus=resources["cpus"],
+                      max_prompt_length=llm["max_prompt_length"], max_response_length=llm["max_response_length"],
+                      max_turns=llm["max_turns"], max_parallel_calls=llm["max_parallel_calls"],
+                      max_tool_response_chars=llm["max_tool_response_chars"], enable_thinking=llm["enable_thinking"])
+        result = train_llm(backend, job, train_data, _heldout(inputs), settings["domain"])
+        metrics += [{"run_key": run, "seed": seed, **row} for row in result.metrics]
+        if result.status == "ok":
+            subprocess.run(merge_command(result.checkpoint, model), check=True)
+        else:  # an empty model directory: the evaluate job skips this seed
+            model.mkdir(parents=True, exist_ok=True)
+            log.warning("train %s seed %d recorded as failed: %s", run, seed, result.error)
+        done = result.metrics
+        runs.append({"run_key": run, "seed": seed, "status": result.status, "error": result.error,
+                     "updates": len(done), "episodes": sum(row["episodes"] or 0 for row in done),
+                     "env_steps": sum(row["env_steps"] or 0 for row in done),
+                     "train_success": float(np.mean([row["success_mean"] for row in done[-max(1, len(done) // 5):]
+                                                     if row["success_mean"] is not None] or [np.nan]))})
+    write_artifact(pl.DataFrame(metrics, infer_schema_length=None), outputs["metrics"], spec)
+    write_artifact(pl.DataFrame(runs, infer_schema_length=None), outputs["runs"], spec)
+
+
+def evaluate_vllm(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, str],
+                  outputs: Mapping[str, str]) -> None:
+    """Every seed's merged model played greedily with vLLM on the held-out pool, with the turn,
+    call and truncation limits it was trained under; a seed without a model (its training
+    failed) has no episodes, so collect reports no success for it."""
+    from pathlib import Path
+
+    from axisrl.backends.vllm_eval import VllmEngine, evaluate as evaluate_llm
+
+    envs, tasks = (frame.to_dicts() for frame in _heldout(inputs))
+    llm, options = settings["llm"], settings["evaluate"]["vllm"]
+    episodes = []
+    for seed, run, model in zip(settings["seeds"], settings["run_keys"], inputs["models"]):
+        if not any(Path(model).iterdir()):
+            log.warning("evaluate %s: no model (training failed), no episodes", run)
+            continue
+        engine = VllmEngine(model, options["max_tokens"], {"enable_thinking": llm["enable_thinking"]},
+                            max_model_len=options["max_model_len"], seed=settings["evaluate"]["seed"],
+                            tensor_parallel_size=options["tensor_parallel_size"],
+                            gpu_memory_utilization=options["gpu_memory_utilization"])
+        rows = evaluate_llm(engine, envs, tasks, settings["domain"], llm["max_turns"], llm["max_parallel_calls"],
+                            llm["max_tool_response_chars"])
+        del engine  # frees the GPU for the next seed's model
+        episodes += [{"run_key": run, "seed": seed, **row} for row in rows]
+        log.info("evaluate %s: %d held-out episodes, success %.3f", run, len(rows), np.mean([r["success"] for r in rows]))
     write_artifact(pl.DataFrame(episodes, infer_schema_length=None), outputs["episodes"], spec)
 
 
@@ -404,7 +489,8 @@ def collect(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, s
     status), and every held-out episode's success (the task-level bootstrap reads it)."""
     planned = read_artifact(inputs["plan"], "plan")
     trained = pl.concat([read_artifact(p, "train") for p in inputs["train_runs"]], how="diagonal_relaxed")
-    episodes = pl.concat([read_artifact(p, "train") for p in inputs["episodes"]], how="diagonal_relaxed")
+    episodes = pl.concat([read_artifact(p, settings["episodes_stage"]) for p in inputs["episodes"]],
+                         how="diagonal_relaxed")
     steps = episodes.group_by("run_key").agg(steps_per_trajectory=pl.col("steps").mean())
     frame = (planned.join(trained.drop("seed"), on="run_key", how="left")
              .join(success_by_tier(episodes), on="run_key", how="left")
@@ -507,7 +593,8 @@ def validate(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, 
 
     strategies = read_artifact(inputs["strategies"], "recipe")
     trained = pl.concat([read_artifact(p, "train") for p in inputs["train_runs"]], how="diagonal_relaxed")
-    episodes = pl.concat([read_artifact(p, "train") for p in inputs["episodes"]], how="diagonal_relaxed")
+    episodes = pl.concat([read_artifact(p, settings["episodes_stage"]) for p in inputs["episodes"]],
+                         how="diagonal_relaxed")
     keys = pl.DataFrame([{"run_key": run_key(point, seed), "point_key": point}
                          for point in strategies["point_key"].unique().to_list() for seed in settings["seeds"]])
     runs = trained.join(success_by_tier(episodes), on="run_key", how="left").join(keys, on="run_key")

@@ -81,6 +81,11 @@ RECIPE_DIR = f"{RESULTS}/recipe/{RECIPE_SPEC.key}"
 VALIDATE_SPEC = StageSpec("validate", {}, {"recipe": RECIPE_SPEC.key})
 VALIDATE_DIR = f"{RESULTS}/validate/{VALIDATE_SPEC.key}"
 TRAIN = {point.train.key: point for point in POINTS.values()}
+EVALUATE = {point.evaluate.key: point for point in POINTS.values() if point.evaluate}
+TRAIN_BACKEND = CONFIG["train"]["backend"]
+EPISODES_STAGE = "train" if TRAIN_BACKEND == "tiny" else "evaluate"
+"""The tiny backend evaluates in its train job; the GPU backends in an evaluate job of their own."""
+GPU_RESOURCES = CONFIG["resources"]
 CATALOG_SPEC = StageSpec(
     "catalog",
     {},
@@ -104,6 +109,8 @@ def stage_log(stage):
 
 wildcard_constraints:
     train_key=r"[0-9a-f]{12}",
+    eval_key=r"[0-9a-f]{12}",
+    seed=r"\d+",
 
 
 def strategy_points():
@@ -138,6 +145,18 @@ def point_of_train(key):
     return TRAIN[key] if key in TRAIN else strategy_points()[key]
 
 
+def point_of_evaluate(key):
+    if key in EVALUATE:
+        return EVALUATE[key]
+    return {p.evaluate.key: p for p in strategy_points().values()}[key]
+
+
+def episodes_path(point):
+    """Where a point's held-out episodes are written (see ``EPISODES_STAGE``)."""
+    key = (point.evaluate or point.train).key
+    return f"{RESULTS}/{EPISODES_STAGE}/{key}/episodes.parquet"
+
+
 def train_spec(wildcards):
     return point_of_train(wildcards.train_key).train
 
@@ -164,23 +183,65 @@ def training_pool(wildcards):
 
 
 def train_params(wildcards):
+    """What a train job reads: the tiny one also evaluates, a verl one sizes itself to its node."""
     point = point_of_train(wildcards.train_key)
-    return {
+    settings = {
         "train": CONFIG["train"],
-        "evaluate": CONFIG["evaluate"],
+        "domain": CONFIG["domain"],
         "sources": CONFIG["sources"] if point.design.source != "real" else None,
         "design": asdict(point.design),
         "seeds": list(point.seeds),
         "run_keys": list(point.run_keys),
     }
+    if TRAIN_BACKEND == "tiny":
+        settings["evaluate"] = CONFIG["evaluate"]
+    else:  # one job per seed: a verl run takes a node for days
+        seed = int(wildcards.seed)
+        settings["seeds"] = [seed]
+        settings["run_keys"] = [point.run_keys[point.seeds.index(seed)]]
+        settings["resources"] = GPU_RESOURCES["train"]
+    return settings
+
+
+def evaluate_spec(wildcards):
+    return point_of_evaluate(wildcards.eval_key).evaluate
+
+
+def evaluate_params(wildcards):
+    point = point_of_evaluate(wildcards.eval_key)
+    return {
+        "evaluate": CONFIG["evaluate"],
+        "llm": CONFIG["train"]["llm"],
+        "domain": CONFIG["domain"],
+        "seeds": list(point.seeds),
+        "run_keys": list(point.run_keys),
+    }
+
+
+def models_of(wildcards):
+    """Every seed's merged model, in seed order."""
+    point = point_of_evaluate(wildcards.eval_key)
+    return [
+        f"{RESULTS}/train/{point.train.key}/seed{seed}/model" for seed in point.seeds
+    ]
+
+
+def train_runs_of(point):
+    """The runs files of a point's train job (tiny), or of its per-seed jobs (verl)."""
+    if TRAIN_BACKEND == "tiny":
+        return [f"{RESULTS}/train/{point.train.key}/runs.parquet"]
+    return [
+        f"{RESULTS}/train/{point.train.key}/seed{seed}/runs.parquet"
+        for seed in point.seeds
+    ]
 
 
 def all_train_runs():
-    return [f"{RESULTS}/train/{key}/runs.parquet" for key in TRAIN]
+    return [path for point in POINTS.values() for path in train_runs_of(point)]
 
 
 def all_episodes():
-    return [f"{RESULTS}/train/{key}/episodes.parquet" for key in TRAIN]
+    return [episodes_path(point) for point in POINTS.values()]
 
 
 def validate_inputs(wildcards):
@@ -191,7 +252,7 @@ def validate_inputs(wildcards):
         "strategies": recipe.strategies,
         "law": recipe.law,
         "cost": recipe.cost,
-        "train_runs": [f"{RESULTS}/train/{p.train.key}/runs.parquet" for p in points],
+        "train_runs": [path for p in points for path in train_runs_of(p)],
         "episodes": [f"{RESULTS}/train/{p.train.key}/episodes.parquet" for p in points],
     }
 

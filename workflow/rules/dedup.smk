@@ -48,7 +48,7 @@ rule dedup:
         runtime=30,
     params:
         spec=SPECS["dedup"],
-        settings=CONFIG["dedup"],
+        settings={**CONFIG["dedup"], "domain": CONFIG["domain"]},
     script:
         "../scripts/dedup.py"
 

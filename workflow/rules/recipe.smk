@@ -41,6 +41,10 @@ rule validate:
         runtime=30,
     params:
         spec=VALIDATE_SPEC,
-        settings={"recipe": CONFIG["recipe"], "seeds": CONFIG["study"]["seeds"]},
+        settings={
+            "recipe": CONFIG["recipe"],
+            "seeds": CONFIG["study"]["seeds"],
+            "episodes_stage": EPISODES_STAGE,
+        },
     script:
         "../scripts/validate.py"

@@ -13,32 +13,84 @@ rule plan:
         "../scripts/plan.py"
 
 
-rule train:
-    input:
-        unpack(training_pool),
-    output:
-        metrics=f"{RESULTS}/train/{{train_key}}/metrics.parquet",
-        runs=f"{RESULTS}/train/{{train_key}}/runs.parquet",
-        episodes=f"{RESULTS}/train/{{train_key}}/episodes.parquet",
-        checkpoints=expand(
-            f"{RESULTS}/train/{{{{train_key}}}}/policy_seed{{seed}}.pt",
-            seed=CONFIG["study"]["seeds"],
-        ),
-    log:
-        f"{RESULTS}/logs/train/{{train_key}}.log",
-    benchmark:
-        f"{RESULTS}/benchmarks/train/{{train_key}}.tsv"
-    conda:
-        "../../envs/core.yaml"
-    threads: 1
-    resources:
-        mem_mb=1000,
-        runtime=60,
-    params:
-        spec=train_spec,
-        settings=train_params,
-    script:
-        "../scripts/train.py"
+if TRAIN_BACKEND == "tiny":
+
+    rule train:
+        input:
+            unpack(training_pool),
+        output:
+            metrics=f"{RESULTS}/train/{{train_key}}/metrics.parquet",
+            runs=f"{RESULTS}/train/{{train_key}}/runs.parquet",
+            episodes=f"{RESULTS}/train/{{train_key}}/episodes.parquet",
+            checkpoints=expand(
+                f"{RESULTS}/train/{{{{train_key}}}}/policy_seed{{seed}}.pt",
+                seed=CONFIG["study"]["seeds"],
+            ),
+        log:
+            f"{RESULTS}/logs/train/{{train_key}}.log",
+        benchmark:
+            f"{RESULTS}/benchmarks/train/{{train_key}}.tsv"
+        conda:
+            "../../envs/core.yaml"
+        threads: 1
+        resources:
+            mem_mb=1000,
+            runtime=60,
+        params:
+            spec=train_spec,
+            settings=train_params,
+        script:
+            "../scripts/train.py"
+
+else:
+
+    rule train:
+        input:
+            unpack(training_pool),
+        output:
+            metrics=f"{RESULTS}/train/{{train_key}}/seed{{seed}}/metrics.parquet",
+            runs=f"{RESULTS}/train/{{train_key}}/seed{{seed}}/runs.parquet",
+            model=directory(f"{RESULTS}/train/{{train_key}}/seed{{seed}}/model"),
+        log:
+            f"{RESULTS}/logs/train/{{train_key}}_seed{{seed}}.log",
+        benchmark:
+            f"{RESULTS}/benchmarks/train/{{train_key}}_seed{{seed}}.tsv"
+        conda:
+            "../../envs/train-verl.yaml"
+        threads: GPU_RESOURCES["train"]["cpus"]
+        resources:
+            gpu=GPU_RESOURCES["train"]["gpus"],
+            mem_mb=GPU_RESOURCES["train"]["mem_mb"],
+            runtime=GPU_RESOURCES["train"]["runtime"],
+        params:
+            spec=train_spec,
+            settings=train_params,
+        script:
+            "../scripts/train_verl.py"
+
+    rule evaluate:
+        input:
+            heldout_envs=f"{stage_dir('dedup')}/heldout_envs.parquet",
+            heldout_tasks=f"{stage_dir('dedup')}/heldout_tasks.parquet",
+            models=models_of,
+        output:
+            episodes=f"{RESULTS}/evaluate/{{eval_key}}/episodes.parquet",
+        log:
+            f"{RESULTS}/logs/evaluate/{{eval_key}}.log",
+        benchmark:
+            f"{RESULTS}/benchmarks/evaluate/{{eval_key}}.tsv"
+        conda:
+            "../../envs/eval-vllm.yaml"
+        threads: GPU_RESOURCES["evaluate"]["cpus"]
+        resources:
+            gpu=GPU_RESOURCES["evaluate"]["gpus"],
+            mem_mb=GPU_RESOURCES["evaluate"]["mem_mb"],
+            runtime=GPU_RESOURCES["evaluate"]["runtime"],
+        params:
+            spec=evaluate_spec,
+            settings=evaluate_params,
+        script:
+            "../scripts/evaluate_vllm.py"
 
 
 rule collect:
@@ -56,6 +108,6 @@ rule collect:
     threads: 1
     params:
         spec=COLLECT_SPEC,
-        settings={},
+        settings={"episodes_stage": EPISODES_STAGE},
     script:
         "../scripts/collect.py"
