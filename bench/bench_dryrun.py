@@ -3,8 +3,8 @@
 Run: python bench/bench_dryrun.py [--side 50] [--repeats 3]
 
 The plan is the default study plus an interaction grid of side x side grid points (d_env = 1..side,
-d_task = side..2*side-1, so every point is valid) at 2 seeds: one train and one evaluate job per
-point, so the DAG has as many jobs as the plan has runs. The workflow is copied to a temporary
+d_task = side..2*side-1, so every point is valid) at 2 seeds: one train job per point (it trains and
+evaluates both seeds), so the DAG has half as many jobs as the plan has runs. The workflow is copied to a temporary
 folder, so nothing under results/ is touched. Timed: the whole `snakemake -n -q` process (config
 validation, plan, keys, DAG).
 """
