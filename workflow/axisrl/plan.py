@@ -8,9 +8,10 @@ The plan is pure config -> rows, cheap enough to compute at Snakemake parse time
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from axisrl.config import ConfigError, StageSpec, canonical_json
@@ -47,9 +48,14 @@ class Design:
     units per real unit on the method's axis."""
     ratio: float = 0.0
 
-    @property
+    def as_dict(self) -> dict[str, Any]:
+        """The fields by name: ``dataclasses.asdict`` without its recursive deep copy (every field
+        is a scalar), which a 5,000-run plan calls tens of thousands of times while Snakemake parses."""
+        return {name: getattr(self, name) for name in self.__dataclass_fields__}
+
+    @functools.cached_property
     def point_key(self) -> str:
-        return hashlib.sha256(canonical_json(asdict(self)).encode()).hexdigest()[:12]
+        return hashlib.sha256(canonical_json(self.as_dict()).encode()).hexdigest()[:12]
 
     def synthetic_amounts(self) -> dict[str, float]:
         """Synthetic units added per axis (``d_env_synthetic``, ...): ``ratio`` times the real amount
@@ -200,7 +206,7 @@ def plan_rows(designs: Mapping[str, PlannedDesign], seeds: Sequence[int], domain
     for point_key, planned in designs.items():
         for seed in seeds:
             rows.append({"run_key": run_key(point_key, seed), "point_key": point_key, "families": planned.families,
-                         "sweeps": planned.sweeps, "domain": domain, **asdict(planned.design),
+                         "sweeps": planned.sweeps, "domain": domain, **planned.design.as_dict(),
                          **planned.design.synthetic_amounts(), "seed": seed})
     return rows
 
@@ -273,8 +279,8 @@ def point_jobs(design: Design, seeds: Sequence[int], hashed: Mapping[str, Any], 
     run the recipe planned, so a recipe design that a family already holds is the same job and
     trains once. Each spec hashes only what its job reads."""
     backend = hashed["train"]["backend"]
-    config: dict[str, Any] = {"backend": backend, "design": asdict(design),
-                              "settings": backend_settings(hashed["train"], asdict(design)), "seeds": list(seeds)}
+    config: dict[str, Any] = {"backend": backend, "design": design.as_dict(),
+                              "settings": backend_settings(hashed["train"], design.as_dict()), "seeds": list(seeds)}
     if backend == "tiny":
         config["evaluate"] = {k: hashed["evaluate"][k] for k in ("backend", "seed")}
     else:

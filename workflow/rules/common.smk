@@ -1,6 +1,5 @@
 # Config validation, stage keys and paths: everything the rules look up, computed once at parse time.
 import functools
-from dataclasses import asdict
 
 from axisrl.config import (
     ConfigError,
@@ -189,7 +188,7 @@ def train_params(wildcards):
         "train": CONFIG["train"],
         "domain": CONFIG["domain"],
         "sources": CONFIG["sources"] if point.design.source != "real" else None,
-        "design": asdict(point.design),
+        "design": point.design.as_dict(),
         "seeds": list(point.seeds),
         "run_keys": list(point.run_keys),
     }
