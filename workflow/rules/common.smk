@@ -252,7 +252,7 @@ def validate_inputs(wildcards):
         "law": recipe.law,
         "cost": recipe.cost,
         "train_runs": [path for p in points for path in train_runs_of(p)],
-        "episodes": [f"{RESULTS}/train/{p.train.key}/episodes.parquet" for p in points],
+        "episodes": [episodes_path(p) for p in points],
     }
 
 
