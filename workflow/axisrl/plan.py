@@ -225,11 +225,6 @@ class PointJobs:
     train: StageSpec
     evaluate: StageSpec | None
 
-    @property
-    def episodes_stage(self) -> str:
-        """The stage whose artifact holds this point's held-out episodes."""
-        return "train" if self.evaluate is None else "evaluate"
-
 
 def check_designs(designs: Mapping[str, PlannedDesign], episodes_per_update: int) -> None:
     """Designs the data or the budget cannot honour: fewer tasks than environments leaves

@@ -355,29 +355,28 @@ def train_verl(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str
                                       design)
     backend = backend_settings(settings["train"], design)
     model = Path(outputs["model"])
-    metrics, runs = [], []
-    for seed, run in zip(settings["seeds"], settings["run_keys"]):
-        log.info("train %s seed %d with verl: %d envs, %d tasks", run, seed, *(frame.height for frame in train_data))
-        job = VerlJob(model_path=llm["model"], run_dir=model.parent / "verl", experiment_name=run,
-                      seed=seed, n_gpus=resources["gpus"], num_cpus=resources["cpus"],
-                      max_prompt_length=llm["max_prompt_length"], max_response_length=llm["max_response_length"],
-                      max_turns=llm["max_turns"], max_parallel_calls=llm["max_parallel_calls"],
-                      max_tool_response_chars=llm["max_tool_response_chars"], enable_thinking=llm["enable_thinking"])
-        result = train_llm(backend, job, train_data, _heldout(inputs), settings["domain"])
-        metrics += [{"run_key": run, "seed": seed, **row} for row in result.metrics]
-        if result.status == "ok":
-            subprocess.run(merge_command(result.checkpoint, model), check=True)
-        else:  # an empty model directory: the evaluate job skips this seed
-            model.mkdir(parents=True, exist_ok=True)
-            log.warning("train %s seed %d recorded as failed: %s", run, seed, result.error)
-        done = result.metrics
-        runs.append({"run_key": run, "seed": seed, "status": result.status, "error": result.error,
-                     "updates": len(done), "episodes": sum(row["episodes"] or 0 for row in done),
-                     "env_steps": sum(row["env_steps"] or 0 for row in done),
-                     "train_success": float(np.mean([row["success_mean"] for row in done[-max(1, len(done) // 5):]
-                                                     if row["success_mean"] is not None] or [np.nan]))})
-    write_artifact(pl.DataFrame(metrics, infer_schema_length=None), outputs["metrics"], spec)
-    write_artifact(pl.DataFrame(runs, infer_schema_length=None), outputs["runs"], spec)
+    (seed,), (run,) = settings["seeds"], settings["run_keys"]
+    log.info("train %s seed %d with verl: %d envs, %d tasks", run, seed, *(frame.height for frame in train_data))
+    job = VerlJob(model_path=llm["model"], run_dir=model.parent / "verl", experiment_name=run,
+                  seed=seed, n_gpus=resources["gpus"], num_cpus=resources["cpus"],
+                  max_prompt_length=llm["max_prompt_length"], max_response_length=llm["max_response_length"],
+                  max_turns=llm["max_turns"], max_parallel_calls=llm["max_parallel_calls"],
+                  max_tool_response_chars=llm["max_tool_response_chars"], enable_thinking=llm["enable_thinking"])
+    result = train_llm(backend, job, train_data, _heldout(inputs), settings["domain"])
+    if result.status == "ok":
+        subprocess.run(merge_command(result.checkpoint, model), check=True)
+    else:  # an empty model directory: the evaluate job skips this seed
+        model.mkdir(parents=True, exist_ok=True)
+        log.warning("train %s seed %d recorded as failed: %s", run, seed, result.error)
+    done = result.metrics
+    tail = [row["success_mean"] for row in done[-max(1, len(done) // 5):] if row["success_mean"] is not None]
+    run_row = {"run_key": run, "seed": seed, "status": result.status, "error": result.error, "updates": len(done),
+               "episodes": sum(row["episodes"] or 0 for row in done),
+               "env_steps": sum(row["env_steps"] or 0 for row in done),
+               "train_success": float(np.mean(tail)) if tail else None}
+    write_artifact(pl.DataFrame([{"run_key": run, "seed": seed, **row} for row in done], infer_schema_length=None),
+                   outputs["metrics"], spec)
+    write_artifact(pl.DataFrame([run_row], infer_schema_length=None), outputs["runs"], spec)
 
 
 def evaluate_vllm(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, str],
