@@ -34,12 +34,12 @@ def test_wrong_stage_is_refused(artifact):
 
 
 def test_failed_write_leaves_nothing_behind(tmp_path, monkeypatch):
-    def write_half_then_die(table, where, **kwargs):
+    def write_half_then_die(frame, where, **kwargs):
         with open(where, "wb") as handle:
             handle.write(b"PAR1 half a file")
         raise KeyboardInterrupt  # as a kill would interrupt it
 
-    monkeypatch.setattr(artifacts.pq, "write_table", write_half_then_die)
+    monkeypatch.setattr(pl.DataFrame, "write_parquet", write_half_then_die)
     target = tmp_path / "out" / "envs.parquet"
     with pytest.raises(KeyboardInterrupt):
         write_artifact(FRAME, target, SPEC)

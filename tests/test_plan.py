@@ -5,7 +5,7 @@ import pytest
 
 from axisrl.config import ConfigError, hashed_part, load_yaml, validate_config
 from axisrl.datasets import PoolTooSmall, select_training_data, task_capacity
-from axisrl.plan import AXES, plan_designs, study_jobs
+from axisrl.plan import AXES, plan_designs, pricing_points, spread, study_jobs
 
 from conftest import DEFAULT_CONFIG
 
@@ -153,7 +153,6 @@ def test_an_option_a_design_does_not_read_never_retrains_it(config, schema):
 
 
 def test_mixtures_price_every_method_with_interpolating_real_baselines(config, schema):
-    from axisrl.plan import pricing_points
     from axisrl.synthesis import METHODS
 
     mixtures = config["study"]["families"]["mixtures"]
@@ -165,7 +164,9 @@ def test_mixtures_price_every_method_with_interpolating_real_baselines(config, s
         assert len(amounts) == (2 if method in mixtures["second_amount"]["methods"] else 1)
         for amount in amounts:
             at = [p for p in mine if p.real_amount == amount]
-            assert sorted(p.ratio for p in at if p.role == "mixture") == sorted(map(float, mixtures["ratios"]))
+            ratios = mixtures["ratios"] if amount == amounts[0] else \
+                spread(mixtures["ratios"], mixtures["second_amount"]["ratio_points"])
+            assert sorted(p.ratio for p in at if p.role == "mixture") == sorted(map(float, ratios))
             real = sorted(getattr(p.design, axis) for p in at if p.role == "real")
             assert real == [amount * m for m in (1, *mixtures["real_multiples"])]
             assert all(p.design.source == "real" for p in at if p.role == "real")
@@ -176,6 +177,34 @@ def test_mixtures_price_every_method_with_interpolating_real_baselines(config, s
     assert {d.synthetic_amounts()["d_traj_synthetic"] for d in swirl} == {16 * d.d_traj for d in swirl}
     rows = jobs(config, schema)[1]
     assert {"source", "ratio", "d_env_synthetic", "d_task_synthetic", "d_traj_synthetic"} <= set(rows[0])
+
+
+def test_repeated_sweeps_spread_family_points_over_the_grid_and_the_axis_sweeps_use_all_of_it(config, schema):
+    study = config["study"]
+    assert spread([1, 2, 4, 8, 16, 32], 4) == [1, 4, 8, 32]
+    assert spread([0.25, 0.5, 1, 2, 4, 8, 16], 4) == [0.25, 1, 4, 16]
+    assert spread([4, 1, 2], 4) == spread([4, 1, 2], None) == [1, 2, 4]
+    assert spread(range(10), 2) == [0, 9]
+    study["family_points"] = 3
+    designs = plan_designs(study)
+
+    def swept(family: str, axis: str = "d_env") -> list[int]:
+        return sorted({getattr(p.design, axis) for p in designs.values() if f"{family}:{axis}" in p.sweeps})
+
+    assert swept("axis_sweeps") == sorted(study["grids"]["d_env"])
+    for family in ("pool_s3", "pool_placebo", "model_sizes", "algorithms", "reward_density"):
+        assert swept(family) == [1, 4, 32], family
+    assert swept("held_axis_half", "d_traj") == [2, 8, 64]
+    study["family_points"] = None
+    assert swept("axis_sweeps") == sorted(study["grids"]["d_env"])
+    assert {getattr(p.design, "d_env") for p in plan_designs(study).values() if "pool_s3:d_env" in p.sweeps} \
+        == set(study["grids"]["d_env"])
+    mixtures = study["families"]["mixtures"]
+    second = [p.ratio for p in pricing_points(study) if p.source == "awm" and p.role == "mixture"]
+    assert sorted(second) == sorted([*mixtures["ratios"], 0.25, 1, 4, 16])
+    mixtures["second_amount"]["ratio_points"] = None
+    second = [p for p in pricing_points(study) if p.source == "awm" and p.role == "mixture"]
+    assert len(second) == 2 * len(mixtures["ratios"])
 
 
 def test_fractional_synthetic_amounts_are_refused(config, schema):

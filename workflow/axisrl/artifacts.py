@@ -17,15 +17,13 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
-import pyarrow as pa
-import pyarrow.parquet as pq
 
 from axisrl import __version__
 from axisrl.config import SCHEMA_VERSION, StageSpec, canonical_json
 
 PREFIX = "axisrl."
 CATALOG_NAME = "catalog.parquet"
-LIBRARIES = ("polars", "pyarrow", "numpy", "scipy", "statsmodels", "torch", "snakemake")
+LIBRARIES = ("polars", "numpy", "scipy", "statsmodels", "torch", "snakemake")
 """Recorded in every artifact: what reads and writes it, fits it, and trains the policies behind it."""
 
 
@@ -59,14 +57,10 @@ def write_artifact(frame: pl.DataFrame, path: str | Path, spec: StageSpec) -> No
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "libraries": canonical_json({name: package_version(name) for name in LIBRARIES}),
     }
-    table = frame.to_arrow()
-    table = table.replace_schema_metadata(
-        {**(table.schema.metadata or {}), **{f"{PREFIX}{k}".encode(): v.encode() for k, v in metadata.items()}}
-    )
     handle, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     os.close(handle)
     try:
-        pq.write_table(table, tmp, compression="zstd")
+        frame.write_parquet(tmp, compression="zstd", metadata={f"{PREFIX}{k}": v for k, v in metadata.items()})
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -77,11 +71,10 @@ def _raw_metadata(path: Path) -> dict[str, str]:
     if not path.exists():
         raise ArtifactError(f"{path}: missing artifact (run the stage that writes it)")
     try:
-        schema = pq.read_schema(path)
-    except (pa.ArrowException, OSError) as exc:
+        raw = pl.read_parquet_metadata(path)
+    except (pl.exceptions.PolarsError, OSError) as exc:
         raise ArtifactError(f"{path}: not a readable Parquet file (truncated or corrupt): {exc}") from None
-    raw = {k.decode(): v.decode() for k, v in (schema.metadata or {}).items() if k.startswith(PREFIX.encode())}
-    return {k.removeprefix(PREFIX): v for k, v in raw.items()}
+    return {k.removeprefix(PREFIX): v for k, v in raw.items() if k.startswith(PREFIX)}
 
 
 def read_meta(path: str | Path) -> ArtifactMeta:
@@ -114,8 +107,8 @@ def read_artifact(path: str | Path, stage: str | None = None) -> pl.DataFrame:
     if stage is not None and meta.stage != stage:
         raise ArtifactError(f"{path}: written by stage '{meta.stage}', expected '{stage}'")
     try:
-        return pl.from_arrow(pq.read_table(path))
-    except (pa.ArrowException, OSError) as exc:
+        return pl.read_parquet(path)
+    except (pl.exceptions.PolarsError, OSError) as exc:
         raise ArtifactError(f"{path}: not a readable Parquet file (truncated or corrupt): {exc}") from None
 
 
@@ -131,7 +124,7 @@ def catalog(results: str | Path) -> pl.DataFrame:
         try:
             meta = read_meta(path)
             row.update(stage=meta.stage, key=meta.key, created=meta.created, version=meta.version,
-                       config=canonical_json(meta.config), rows=pq.read_metadata(path).num_rows)
+                       config=canonical_json(meta.config), rows=pl.scan_parquet(path).select(pl.len()).collect().item())
         except ArtifactError as exc:
             row["error"] = str(exc)
         rows.append(row)

@@ -77,6 +77,15 @@ def _scaled(value: int, factor: float) -> int:
     return max(1, round(value * factor))
 
 
+def spread(values: Sequence[Any], points: int | None) -> list[Any]:
+    """``points`` of ``values`` (all if None), evenly spread by rank with both ends kept: a coarser
+    sweep over the same range."""
+    ordered = sorted(values)
+    if points is None or points >= len(ordered):
+        return ordered
+    return [ordered[i] for i in sorted({round(j * (len(ordered) - 1) / (points - 1)) for j in range(points)})]
+
+
 def _sweeps(centre: Design, grids: Mapping[str, list[int]], axes: list[str]) -> Iterator[tuple[str, Design]]:
     """One-axis sweeps: (axis, design) for each named axis over its grid, the other two held at the centre."""
     for axis in axes:
@@ -127,7 +136,7 @@ def pricing_points(study: Mapping[str, Any]) -> Iterator[PricingPoint]:
             amount = getattr(real, axis)
             for multiple in (1, *mixtures["real_multiples"]):
                 yield PricingPoint(source, axis, amount, "real", 0.0, multiple, _multiplied(real, axis, multiple))
-            for ratio in mixtures["ratios"]:
+            for ratio in (mixtures["ratios"] if factor == 1 else spread(mixtures["ratios"], second["ratio_points"])):
                 yield PricingPoint(source, axis, amount, "mixture", float(ratio), 1,
                                    replace(real, source=source, ratio=float(ratio)))
 
@@ -138,6 +147,7 @@ def family_designs(study: Mapping[str, Any]) -> Iterator[tuple[str, str | None, 
     centre = Design(**study["centre"], width=study["width"], algo=study["algo"],
                     reward_density=study["reward_density"])
     grids = study["grids"]
+    repeated = {axis: spread(grids[axis], study["family_points"]) for axis in AXES}  # sweeps under another setting
 
     if families["axis_sweeps"]["enabled"]:
         for axis, design in _sweeps(centre, grids, list(AXES)):
@@ -149,7 +159,7 @@ def family_designs(study: Mapping[str, Any]) -> Iterator[tuple[str, str | None, 
         for name in families["held_axis"]["factors"]:
             factor = HELD_FACTORS[name]
             held = replace(centre, **{axis: _scaled(getattr(centre, axis), factor) for axis in AXES})
-            for axis, design in _sweeps(held, grids, families["held_axis"]["axes"]):
+            for axis, design in _sweeps(held, repeated, families["held_axis"]["axes"]):
                 yield f"held_axis_{name}", axis, design
     if families["interaction"]["enabled"]:
         for d_env in families["interaction"]["d_env"]:
@@ -162,13 +172,13 @@ def family_designs(study: Mapping[str, Any]) -> Iterator[tuple[str, str | None, 
                     yield "worlds_variants", None, replace(centre, d_env=d_env, worlds=worlds)
     if families["pool_construction"]["enabled"]:
         for level in families["pool_construction"]["levels"]:
-            for axis, design in _sweeps(replace(centre, env_level=level), grids, ["d_env"]):
+            for axis, design in _sweeps(replace(centre, env_level=level), repeated, ["d_env"]):
                 yield f"pool_{level}", axis, design
     for family, field, values in VARIED_FIELD_FAMILIES:
         config = families[family]
         if config["enabled"]:
             for value in config[values]:
-                for axis, design in _sweeps(replace(centre, **{field: value}), grids, config["axes"]):
+                for axis, design in _sweeps(replace(centre, **{field: value}), repeated, config["axes"]):
                     yield (f"budget_{value}" if family == "budget_conventions" else family), axis, design
     for point in pricing_points(study):
         yield "mixtures", None, point.design
