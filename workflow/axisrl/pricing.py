@@ -105,8 +105,13 @@ def _groups(keys: np.ndarray) -> list[np.ndarray]:
 
 def _resample(groups: Sequence[np.ndarray], successes: np.ndarray, trials: np.ndarray,
               rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """Two-stage bootstrap draw: seeds with replacement within each point, then binomial successes."""
-    rows = np.concatenate([rng.choice(g, size=len(g)) for g in groups])
+    """Two-stage bootstrap draw: seeds with replacement within each point, then binomial successes.
+
+    One ``integers`` call for all points draws the same stream as ``rng.choice`` point by point.
+    """
+    sizes = np.array([len(g) for g in groups])
+    first = np.repeat(np.cumsum(sizes) - sizes, sizes)
+    rows = np.concatenate(groups)[first + rng.integers(0, np.repeat(sizes, sizes))]
     n = trials[rows]
     return rng.binomial(n.astype(np.int64), successes[rows] / n).astype(float), rows
 

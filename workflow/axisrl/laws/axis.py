@@ -20,10 +20,10 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 import polars as pl
-import statsmodels.api as sm
 from scipy import optimize, stats
 
 from axisrl.laws.data import (AXES, RunArrays, TaskMatrix, axis_sweep, check_one_setting, infer_centre,
@@ -69,17 +69,45 @@ class ExponentFit:
     r_squared: float
 
 
+@lru_cache(maxsize=64)
+def _t_quantile(dof: int) -> float:
+    """Two-sided ``LEVEL`` t quantile; cached because ``stats.t.ppf`` costs more than a whole fit."""
+    return float(stats.t.ppf(0.5 + LEVEL / 2, dof))
+
+
+@lru_cache(maxsize=64)
+def _f_quantile(dof: int) -> float:
+    """``LEVEL`` quantile of ``F(1, dof)``, cached like ``_t_quantile``."""
+    return float(stats.f.ppf(LEVEL, 1, dof))
+
+
 def fit_power(x: np.ndarray, loss: np.ndarray, var_loss: np.ndarray) -> ExponentFit:
-    """Weighted log-log line with a dispersion-corrected t-interval for ``alpha``."""
+    """Weighted log-log line with a dispersion-corrected t-interval for ``alpha``.
+
+    The arithmetic of ``statsmodels`` WLS (pseudo-inverse of the whitened design by SVD), without
+    its model and results objects, which cost a hundred times the fit in every bootstrap replicate.
+    Kept to the same operations, not a closed form, so that degenerate replicates (a flat sweep, a
+    slope of rounding size) come out the same: the pricing bootstrap branches on the slope's sign.
+    """
     weight = loss**2 / var_loss
-    result = sm.WLS(np.log(loss), sm.add_constant(np.log(x)), weights=weight).fit()
+    log_loss = np.log(loss)
+    root_weight = np.sqrt(weight)
+    design = root_weight[:, None] * np.column_stack((np.ones(len(x)), np.log(x)))
+    u, singular, vt = np.linalg.svd(design, False)
+    cutoff = 1e-15 * np.maximum.reduce(singular)
+    inverse = np.where(singular > cutoff, 1.0 / singular, 0.0)
+    pinv = np.dot(np.transpose(vt), np.multiply(inverse[:, np.newaxis], np.transpose(u)))
+    params = np.dot(pinv, log_loss * root_weight)
+    residual = log_loss * root_weight - np.dot(design, params)
+    chi2 = float(np.dot(residual, residual))
     dof = len(x) - 2
-    chi2 = float(result.ssr)
-    se_known_variance = result.bse[1] / np.sqrt(result.scale)
-    half = stats.t.ppf(0.5 + LEVEL / 2, dof) * se_known_variance * np.sqrt(max(1.0, chi2 / dof))
-    alpha = -float(result.params[1])
-    return ExponentFit(alpha, alpha - half, alpha + half, None, float(np.exp(result.params[0])),
-                       chi2, dof, float(result.rsquared))
+    scale = chi2 / dof
+    se_known_variance = np.sqrt(np.dot(pinv, np.transpose(pinv))[1, 1] * scale) / np.sqrt(scale)
+    half = _t_quantile(dof) * se_known_variance * np.sqrt(max(1.0, chi2 / dof))
+    alpha = -float(params[1])
+    centered_tss = np.sum(weight * (log_loss - np.average(log_loss, weights=weight)) ** 2)
+    return ExponentFit(alpha, alpha - half, alpha + half, None, float(np.exp(params[0])),
+                       chi2, dof, float(1 - chi2 / centered_tss))
 
 
 def floor_profile(alphas: np.ndarray, x: np.ndarray, loss: np.ndarray, weight: np.ndarray
@@ -105,12 +133,33 @@ def floor_profile(alphas: np.ndarray, x: np.ndarray, loss: np.ndarray, weight: n
     return rss[best, columns], E[best, columns], A[best, columns]
 
 
+def _floor_rss(alpha: float, log_x: np.ndarray, loss: np.ndarray, weight: np.ndarray) -> float:
+    """``floor_profile``'s weighted RSS at one alpha: the same candidates, without the grid machinery
+    (the scalar search calls it a dozen times per fit, in every bootstrap replicate)."""
+    feature = np.exp(-alpha * log_x)
+    weighted = weight * feature
+    s_w, s_y = weight.sum(), weight @ loss
+    s_f, s_ff, s_fy = weighted.sum(), weighted @ feature, weighted @ loss
+    det = s_w * s_ff - s_f * s_f
+    candidates = [(0.0, max(0.0, s_fy / s_ff)), (max(0.0, s_y / s_w), 0.0)]
+    if det > 0:
+        E, A = (s_ff * s_y - s_f * s_fy) / det, (s_w * s_fy - s_f * s_y) / det
+        if E >= 0 and A >= 0:
+            candidates.insert(0, (E, A))
+    best = np.inf
+    for E, A in candidates:
+        residual = loss - E - A * feature
+        best = min(best, float(weight @ (residual * residual)))
+    return best
+
+
 def fit_floor(x: np.ndarray, loss: np.ndarray, var_loss: np.ndarray, with_ci: bool = True) -> ExponentFit:
     """``L = E + A x^-alpha`` by variable projection with a profile-likelihood CI for ``alpha``."""
     weight = 1.0 / var_loss
+    log_x = np.log(x)
 
     def profile(alpha: float) -> float:
-        return float(floor_profile(np.array([alpha]), x, loss, weight)[0][0])
+        return _floor_rss(alpha, log_x, loss, weight)
 
     grid_rss = floor_profile(ALPHA_GRID, x, loss, weight)[0]
     best = int(np.argmin(grid_rss))
@@ -121,7 +170,7 @@ def fit_floor(x: np.ndarray, loss: np.ndarray, var_loss: np.ndarray, with_ci: bo
     dof = len(x) - 3
     alpha_lo = alpha_hi = np.nan
     if with_ci:
-        threshold = rss + max(1.0, rss / dof) * stats.f.ppf(LEVEL, 1, dof)
+        threshold = rss + max(1.0, rss / dof) * _f_quantile(dof)
         alpha_lo = _profile_crossing(profile, grid_rss, alpha, threshold, side=-1)
         alpha_hi = _profile_crossing(profile, grid_rss, alpha, threshold, side=+1)
     mean = np.average(loss, weights=weight)

@@ -24,17 +24,18 @@ from __future__ import annotations
 import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 import polars as pl
-import statsmodels.api as sm
 from scipy import optimize, special, stats
-from statsmodels.genmod.generalized_linear_model import GLMResults
 
 from axisrl.laws.axis import ALPHA_BOUNDS, LEVEL, quasi_aicc
 from axisrl.laws.data import (AXES, RunArrays, check_one_setting, point_statistics, pool_points, resample,
                               task_matrix, usable_runs)
+
+if TYPE_CHECKING:
+    from statsmodels.genmod.generalized_linear_model import GLMResults
 
 JointModel = Literal["additive", "nested"]
 ALPHA_STARTS = (0.1, 0.3, 0.7)
@@ -315,8 +316,12 @@ def _quasi_binomial(proportion: np.ndarray, trials: np.ndarray, exog: np.ndarray
     """Binomial GLM with the Pearson dispersion, floored at 1 (never less noise than binomial).
 
     Proportions with ``var_weights = trials``: statsmodels' two-column endog gets ``scale="X2"`` wrong.
+    statsmodels (with pandas) is imported here, not with the module: only the pre-test needs it.
     """
-    model = sm.GLM(proportion, exog, family=sm.families.Binomial(), var_weights=trials)
+    from statsmodels.genmod.families import Binomial
+    from statsmodels.genmod.generalized_linear_model import GLM
+
+    model = GLM(proportion, exog, family=Binomial(), var_weights=trials)
     first = model.fit()
     return model.fit(scale=max(1.0, first.pearson_chi2 / first.df_resid))
 
