@@ -16,7 +16,7 @@ from axisrl.laws.joint import Law, predict_loss
 from axisrl.recipe import (RECIPE_AXES, TERMS, CostModel, InfeasibleBudget, SyntheticOption, bootstrap_exponents,
                            chinchilla_transfer, compute_efficiency, exponents, log_budgets, paper_convention, recipe,
                            recipe_path, solve, trajectories_only)
-from axisrl.recipe.solve import _loss_and_log_gradient
+from axisrl.recipe.solve import _loss_and_log_gradient, _Problem, _solve, draw_path
 
 DATA_ALPHA = {"d_env": 0.5, "d_task": 0.3, "d_traj": 0.15}
 LAW = Law(E=0.2, A={"width": 2.0, "d_env": 3.0, "d_task": 4.0, "d_traj": 1.5},
@@ -177,6 +177,24 @@ def test_full_cost_and_nested_law_keep_kkt_and_identity():
     predicted = predict_loss(NESTED, path.select(RECIPE_AXES))
     np.testing.assert_allclose(path["predicted_loss"].to_numpy(), predicted, rtol=1e-12)
     np.testing.assert_allclose(path["predicted_success"].to_numpy(), np.exp(-predicted), rtol=1e-12)
+
+
+def test_draw_path_matches_the_multistart_path():
+    budgets = log_budgets(1e5, 1e8, 6)
+    for law, model, bounds in ((LAW, LINEAR, WIDTH), (NESTED, FULL, {"width": (16.0, 4096.0)})):
+        full = recipe_path(law, model, budgets, bounds=bounds, starts=3, local=False)
+        for near in (None, full.row(0, named=True)):
+            warm = draw_path(law, model, budgets, bounds=bounds, starts=3, near=near)
+            assert (warm["status"] == "ok").all() and warm["binding"].to_list() == full["binding"].to_list()
+            for column in (*RECIPE_AXES, "predicted_loss"):
+                np.testing.assert_allclose(warm[column].to_numpy(), full[column].to_numpy(), rtol=1e-6)
+
+
+def test_kkt_check_accepts_the_optimum_and_refuses_another_design_on_the_budget():
+    problem = _Problem(NESTED, FULL, 1e6, {"width": (16.0, 4096.0)}, None, None)
+    z, status = _solve(problem, 3, 0)
+    assert status == "ok" and problem.satisfies_kkt(z)
+    assert not problem.satisfies_kkt(problem.start(np.random.default_rng(1)))
 
 
 def test_binding_bounds_are_reported():

@@ -36,6 +36,7 @@ import math
 import numbers
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
+from functools import cached_property
 from typing import Any, Protocol
 
 import numpy as np
@@ -62,6 +63,11 @@ class Cost(Protocol):
     def cost(self, x: Mapping[str, ArrayLike]) -> np.ndarray: ...
 
     def log_gradient(self, x: Mapping[str, ArrayLike]) -> dict[str, np.ndarray]: ...
+
+
+def _number(value: ArrayLike) -> float | np.ndarray:
+    """A plain float as it is (numpy's 0-d arithmetic costs several times more per operation), else an array."""
+    return value if isinstance(value, float) else np.asarray(value, dtype=np.float64)
 
 
 _COEFFICIENTS = ("c_width", "c_env", "c_task", "c_traj", "c_token", "tokens_per_rollout", "model_size_exponent",
@@ -138,21 +144,28 @@ class CostModel:
         """Table 19's rows: ``("linear", ...), ("+bilinear", ...), ...``, each adding the next term of ``TERMS``."""
         return [(TERMS[0] if k == 0 else f"+{TERMS[k]}", replace(self, terms=TERMS[:k + 1])) for k in range(len(TERMS))]
 
-    def _parts(self, x: Mapping[str, ArrayLike]) -> tuple[np.ndarray, ...]:
-        """(width compute, env synthesis, task synthesis, rollout total, bilinear part of the rollout total)."""
-        n, d_env, d_task, d_traj = (np.asarray(x[a], dtype=np.float64) for a in RECIPE_AXES)
+    @cached_property
+    def _coefficients(self) -> tuple[float, float, float, float, float]:
+        """(width, env, task, per-rollout, bilinear) coefficients with the enabled terms folded in: computed
+        once, since the solver prices hundreds of thousands of designs with one model."""
         on = set(self.terms)
         eta = self.utilization if "utilization" in on else 1.0
         keep = 1.0 - self.failed_fraction if "failure" in on else 1.0
-        rollouts = d_task * d_traj
-        per_rollout_fixed = self.c_traj
+        per_rollout = self.c_traj
         if "latency" in on:
-            per_rollout_fixed += (self.steps_per_rollout * self.env_seconds_per_call
-                                  + self.verifier_seconds_per_rollout) * self.c_second
-        bilinear = (self.c_token * n**self.model_size_exponent * self.tokens_per_rollout / eta * rollouts / keep
-                    if "bilinear" in on else np.zeros_like(rollouts * n))
-        rollout_total = per_rollout_fixed * rollouts / keep + bilinear
-        return self.c_width * n / eta, self.c_env * d_env, self.c_task * d_task, rollout_total, bilinear
+            per_rollout += (self.steps_per_rollout * self.env_seconds_per_call
+                            + self.verifier_seconds_per_rollout) * self.c_second
+        bilinear = self.c_token * self.tokens_per_rollout / eta / keep if "bilinear" in on else 0.0
+        return self.c_width / eta, self.c_env, self.c_task, per_rollout / keep, bilinear
+
+    def _parts(self, x: Mapping[str, ArrayLike]) -> tuple[np.ndarray, ...]:
+        """(width compute, env synthesis, task synthesis, rollout total, bilinear part of the rollout total)."""
+        n, d_env, d_task, d_traj = (_number(x[a]) for a in RECIPE_AXES)
+        width, env, task, per_rollout, per_token = self._coefficients
+        rollouts = d_task * d_traj
+        bilinear = (per_token * n**self.model_size_exponent * rollouts if "bilinear" in self.terms
+                    else np.zeros_like(rollouts * n))
+        return width * n, env * d_env, task * d_task, per_rollout * rollouts + bilinear, bilinear
 
     def cost(self, x: Mapping[str, ArrayLike]) -> np.ndarray:
         """``C(x)`` in ``currency``, broadcast over the axis arrays."""

@@ -22,7 +22,9 @@ Lagrangian of an additive power law (fitting.md 6(d)).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import itertools
+import math
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -39,6 +41,10 @@ _BOUND_TOL = 1e-7
 """A log variable this close to a bound (or ``ln D_T - ln D_E`` this close to 0) counts as binding."""
 _LOCAL_STEP = 0.02
 """Half-width in ``ln C`` of the central difference that gives the local exponents of a path."""
+_AGREE_TOL = 1e-6
+"""Two converged runs within this in every log variable (and 1e-9 in ``ln L``) found the same optimum."""
+_KKT_TOL = 1e-6
+"""Largest residual of the KKT stationarity condition, relative to the objective's gradient, that counts as met."""
 
 
 class InfeasibleBudget(ValueError):
@@ -79,20 +85,23 @@ def _law_axes(law: Law) -> set[str]:
 
 
 def _loss_and_log_gradient(law: Law, inputs: Mapping[str, float]) -> tuple[float, dict[str, float]]:
-    """``L`` at the law's inputs and ``dL/d ln input`` per recipe axis, through nesting and saturation."""
+    """``L`` at the law's inputs and ``dL/d ln input`` per recipe axis, through nesting and saturation.
+
+    Scalar ``math`` throughout: the solver calls this once per trial point, where numpy's per-call
+    overhead would dominate."""
     gradient = dict.fromkeys(RECIPE_AXES, 0.0)
     loss = law.E
     for axis, alpha in law.alpha.items():
-        value = inputs[axis]
+        value = float(inputs[axis])
         effective, d_effective = value, {axis: value}
         if axis == "d_task" and law.m_star is not None:
             capacity = law.m_star * inputs["d_env"]
-            effective = -capacity * np.expm1(-value / capacity)
-            tail = value * np.exp(-value / capacity)
+            effective = -capacity * math.expm1(-value / capacity)
+            tail = value * math.exp(-value / capacity)
             d_effective = {"d_task": tail, "d_env": effective - tail}
         elif axis == "d_traj" and law.k_star is not None:
-            effective = -law.k_star * np.expm1(-value / law.k_star)
-            d_effective = {"d_traj": value * np.exp(-value / law.k_star)}
+            effective = -law.k_star * math.expm1(-value / law.k_star)
+            d_effective = {"d_traj": value * math.exp(-value / law.k_star)}
         term = law.A[axis] * effective**-alpha
         loss += term
         for name, derivative in d_effective.items():
@@ -100,9 +109,12 @@ def _loss_and_log_gradient(law: Law, inputs: Mapping[str, float]) -> tuple[float
     return float(loss), {a: float(g) for a, g in gradient.items()}
 
 
+_Evaluation = tuple[float, dict[str, float], dict[str, float], float, dict[str, float], dict[str, float]]
+"""(L, dL/d ln x, dL/dr, C, eps = dC/d ln x, dC/dr) of a design."""
+
+
 def _evaluate(law: Law, cost_model: Cost, values: Mapping[str, float], ratios: Mapping[str, float],
-              synthetic: Mapping[str, SyntheticOption]) -> tuple[float, dict[str, float], dict[str, float],
-                                                                   float, dict[str, float], dict[str, float]]:
+              synthetic: Mapping[str, SyntheticOption]) -> _Evaluation:
     """(L, dL/d ln x, dL/dr, C, eps = dC/d ln x, dC/dr) of a real design with synthetic ratios."""
     scale = {a: 1.0 + synthetic[a].kappa * ratios[a] for a in synthetic}
     inputs = {a: values[a] * scale.get(a, 1.0) for a in RECIPE_AXES}
@@ -185,9 +197,12 @@ class _Problem:
         self.low = np.log([limits[a][0] for a in self.free])
         self.high = np.log([limits[a][1] for a in self.free])
         self.caps = np.array([option.r_cap for option in self.synthetic.values()])
+        self.lower = np.concatenate([self.low, np.zeros(len(self.synthetic))])
+        self.upper = np.concatenate([self.high, self.caps])
         self.coupled = "d_env" in self.free and "d_task" in self.free
         if self.coupled and limits["d_task"][1] < limits["d_env"][0]:
             raise ValueError("the d_task upper bound is below the d_env lower bound: D_T >= D_E is infeasible")
+        self._last: tuple[bytes, _Evaluation | None] = (b"", None)
         self.min_cost = self.cost(self.lowest())
         self.max_cost = self.cost(self.highest()) if np.isfinite(self.high).all() else np.inf
 
@@ -215,12 +230,24 @@ class _Problem:
         return z
 
     def design(self, z: np.ndarray) -> tuple[dict[str, float], dict[str, float]]:
-        values = dict(self.fixed) | {a: float(np.exp(z[i])) for i, a in enumerate(self.free)}
-        ratios = {a: float(z[len(self.free) + j]) for j, a in enumerate(self.synthetic)}
-        return values, ratios
+        logs = np.asarray(z).tolist()
+        values = self.fixed | dict(zip(self.free, map(math.exp, logs)))
+        return values, dict(zip(self.synthetic, logs[len(self.free):]))
+
+    def point(self, design: Mapping[str, float]) -> np.ndarray:
+        """The variables of a design given as a path row (axes and ``ratio_<axis>``): the inverse of ``design``."""
+        return np.array([math.log(design[a]) for a in self.free] + [design[f"ratio_{a}"] for a in self.synthetic])
+
+    def _evaluated(self, z: np.ndarray) -> _Evaluation:
+        """``_evaluate`` at ``z``, kept for the latest point: SLSQP asks for the objective, the budget gap
+        and their gradients at the same point in separate calls."""
+        key = np.asarray(z, dtype=np.float64).tobytes()
+        if key != self._last[0]:
+            self._last = key, _evaluate(self.law, self.cost_model, *self.design(z), self.synthetic)
+        return self._last[1]
 
     def cost(self, z: np.ndarray) -> float:
-        return _evaluate(self.law, self.cost_model, *self.design(z), self.synthetic)[3]
+        return self._evaluated(z)[3]
 
     def check_budget(self) -> None:
         if self.budget < self.min_cost * (1 - 1e-12):
@@ -231,15 +258,15 @@ class _Problem:
                                    "free axes at their upper bounds, synthetic ratios at their caps")
 
     def objective(self, z: np.ndarray) -> tuple[float, np.ndarray]:
-        loss, loss_gradient, loss_ratio, *_ = _evaluate(self.law, self.cost_model, *self.design(z), self.synthetic)
+        loss, loss_gradient, loss_ratio, *_ = self._evaluated(z)
         gradient = [loss_gradient[a] for a in self.free] + [loss_ratio[a] for a in self.synthetic]
-        return float(np.log(loss)), np.array(gradient) / loss
+        return math.log(loss), np.array(gradient) / loss
 
     def budget_gap(self, z: np.ndarray) -> float:
-        return float(np.log(self.cost(z) / self.budget))
+        return math.log(self.cost(z) / self.budget)
 
     def budget_jacobian(self, z: np.ndarray) -> np.ndarray:
-        *_, cost, eps, cost_ratio = _evaluate(self.law, self.cost_model, *self.design(z), self.synthetic)
+        *_, cost, eps, cost_ratio = self._evaluated(z)
         return np.array([eps[a] for a in self.free] + [cost_ratio[a] for a in self.synthetic]) / cost
 
     def start(self, rng: np.random.Generator) -> np.ndarray:
@@ -268,27 +295,33 @@ class _Problem:
         on_budget = abs(self.budget_gap(z)) < 1e-8
         return on_budget and (not self.coupled or z[self.free.index("d_env")] - z[self.free.index("d_task")] < 1e-9)
 
-    def minimise(self, starts: Sequence[np.ndarray]) -> tuple[np.ndarray, str]:
+    def _coupling(self) -> np.ndarray:
+        """Gradient of ``ln D_T - ln D_E``, the left side of ``D_T >= D_E``."""
+        step = np.zeros(len(self.lower))
+        step[self.free.index("d_task")], step[self.free.index("d_env")] = 1.0, -1.0
+        return step
+
+    def minimise(self, starts: Iterable[np.ndarray], agree: int | None = None) -> tuple[np.ndarray, str]:
         """Best feasible SLSQP optimum over ``starts``, and "ok" when a converged run reached it (to 1e-9
         in ``ln L``), else the solver's message.
 
         Runs use ``ftol = 1e-14`` for a tight KKT check; a run that stops on a line-search failure
         (mode 8: no descent found at machine precision) counts as converged when a run from the same
-        start at ``ftol = 1e-10`` converges to a point that is no better.
+        start at ``ftol = 1e-10`` converges to a point that is no better. With ``agree``, the search
+        stops once that many converged runs reached the best point (``_AGREE_TOL``): more starts would
+        only find it again. Where the optimum is not unique (a direction that changes neither loss nor
+        cost) runs do not agree and every start is tried, as without ``agree``.
         """
-        bounds = [(lo, hi if np.isfinite(hi) else None) for lo, hi in zip(self.low, self.high, strict=True)]
-        bounds += [(0.0, cap) for cap in self.caps]
-        lower, upper = np.array([lo for lo, _ in bounds]), np.array([np.inf if hi is None else hi for _, hi in bounds])
+        bounds = [(lo, hi if np.isfinite(hi) else None) for lo, hi in zip(self.lower, self.upper, strict=True)]
         constraints = [{"type": "eq", "fun": self.budget_gap, "jac": self.budget_jacobian}]
         if self.coupled:
-            step = np.zeros(len(self.free) + len(self.synthetic))
-            step[self.free.index("d_task")], step[self.free.index("d_env")] = 1.0, -1.0
+            step = self._coupling()
             constraints.append({"type": "ineq", "fun": lambda z: float(step @ z), "jac": lambda z: step})
 
         def run(start: np.ndarray, ftol: float) -> tuple[optimize.OptimizeResult, np.ndarray, float]:
             result = optimize.minimize(self.objective, start, jac=True, method="SLSQP", bounds=bounds,
                                        constraints=constraints, options={"ftol": ftol, "maxiter": 1000})
-            z = np.clip(result.x, lower, upper)
+            z = np.clip(result.x, self.lower, self.upper)
             return result, z, self.objective(z)[0] if self.feasible(z) else np.inf
 
         runs = []
@@ -299,9 +332,25 @@ class _Problem:
                 loose, _, loose_value = run(start, 1e-10)
                 converged = bool(loose.success) and value <= loose_value + 1e-9
             runs.append((value, z, converged and np.isfinite(value), str(result.message)))
-        best = min(runs, key=lambda run: run[0])
+            best = min(runs, key=lambda run: run[0])
+            if agree and sum(ok and value <= best[0] + 1e-9 and np.abs(z - best[1]).max() <= _AGREE_TOL
+                             for value, z, ok, _ in runs) >= agree:
+                break
         confirmed = any(ok and value <= best[0] + 1e-9 for value, _, ok, _ in runs)
         return best[1], "ok" if confirmed else f"not converged: {best[3]}"
+
+    def satisfies_kkt(self, z: np.ndarray) -> bool:
+        """Whether ``z`` is a KKT point to ``_KKT_TOL``: the objective's gradient is a multiple of the budget's
+        plus non-negative multiples of the active bounds' and ``D_T >= D_E``'s normals (non-negative least
+        squares over the active set), so no feasible direction lowers the loss."""
+        _, gradient = self.objective(z)
+        normal = self.budget_jacobian(z)
+        identity = np.eye(len(z))
+        normals = [normal, -normal, *identity[z - self.lower < _BOUND_TOL], *-identity[self.upper - z < _BOUND_TOL]]
+        if self.coupled and self._coupling() @ z < _BOUND_TOL:
+            normals.append(self._coupling())
+        _, residual = optimize.nnls(np.column_stack(normals), gradient)
+        return bool(residual <= _KKT_TOL * np.linalg.norm(gradient))
 
     def binding(self, z: np.ndarray) -> tuple[tuple[str, ...], list[list[str]]]:
         """(active bounds and constraints, interior directions for the KKT check)."""
@@ -342,9 +391,20 @@ def allocation_at(law: Law, cost_model: Cost, values: Mapping[str, float], budge
 
 
 def _solve(problem: _Problem, starts: int, seed: int, warm: Sequence[np.ndarray] = ()) -> tuple[np.ndarray, str]:
+    """SLSQP from the warm starts, then from random starts drawn as needed, until two converged runs agree."""
     problem.check_budget()
     rng = np.random.default_rng(seed)
-    return problem.minimise([*warm, *(problem.start(rng) for _ in range(starts))])
+    return problem.minimise(itertools.chain(warm, (problem.start(rng) for _ in range(starts))), agree=2)
+
+
+def _resolve(problem: _Problem, starts: int, seed: int, near: np.ndarray) -> tuple[np.ndarray, str]:
+    """A re-solve next to a known optimum: SLSQP from ``near`` alone, kept when it converged and passes the
+    KKT check, else ``_solve`` from ``near`` and ``starts`` random starts."""
+    problem.check_budget()
+    z, status = problem.minimise([near])
+    if status == "ok" and problem.satisfies_kkt(z):
+        return z, status
+    return _solve(problem, starts, seed, [near])
 
 
 def solve(law: Law, cost_model: Cost, budget: float, *, bounds: Bounds, fixed: Mapping[str, float] | None = None,
@@ -396,14 +456,40 @@ def recipe_path(law: Law, cost_model: Cost, budgets: Sequence[float], *, bounds:
     ``predicted_loss``, ``predicted_success``, ``share_<axis>`` (``eps_i / C``: cost elasticity, sums to 1
     only for a linear cost), ``local_<axis>`` (with ``local``: ``d ln x_i* / d ln C`` by a central
     difference of warm-started re-solves at ``C e^{+-0.02}``), ``kkt_spread``, ``binding`` (list of
-    active bounds/constraints) and ``status``. Each solve is also warm-started from the previous optimum.
+    active bounds/constraints) and ``status``. Each solve starts from the previous optimum, then from random
+    starts until two converged runs agree (``_solve``).
     """
+    return _path(law, cost_model, budgets, bounds, fixed, synthetic, starts, seed, local=local, draw=False)
+
+
+def draw_path(law: Law, cost_model: Cost, budgets: Sequence[float], *, bounds: Bounds,
+              fixed: Mapping[str, float] | None = None, synthetic: Mapping[str, SyntheticOption] | None = None,
+              starts: int = 10, seed: int = 0, near: Mapping[str, float] | None = None) -> pl.DataFrame:
+    """``recipe_path`` without local slopes, for the many bootstrap draws of a law: past the first budget
+    each solve starts from the previous optimum alone and keeps it when it passes the KKT check, falling
+    back to the random starts only where it does not (a draw's optimum moves smoothly with the budget).
+
+    ``near``: a design close to the first budget's optimum, such as the first row of another draw's path
+    (the axes, and ``ratio_<axis>`` per synthetic axis); the first solve then starts from it the same way.
+    """
+    return _path(law, cost_model, budgets, bounds, fixed, synthetic, starts, seed, local=False, draw=True,
+                 near=near)
+
+
+def _path(law: Law, cost_model: Cost, budgets: Sequence[float], bounds: Bounds, fixed: Mapping[str, float] | None,
+          synthetic: Mapping[str, SyntheticOption] | None, starts: int, seed: int, *, local: bool, draw: bool,
+          near: Mapping[str, float] | None = None) -> pl.DataFrame:
+    """The rows of ``recipe_path`` (``draw=False``) or of ``draw_path`` (``draw=True``)."""
     budgets = np.sort(np.asarray(budgets, dtype=np.float64))
-    rows, warm = [], []
+    rows, z = [], None
     for budget in budgets:
         problem = _Problem(law, cost_model, budget, bounds, fixed, synthetic)
-        z, status = _solve(problem, starts, seed, warm)
-        warm = [z]
+        if z is None and near is not None:
+            z = problem.point(near)
+        if draw and z is not None:
+            z, status = _resolve(problem, starts, seed, z)
+        else:
+            z, status = _solve(problem, starts, seed, [] if z is None else [z])
         allocation = problem.allocation(z, status)
         row = {"compute": float(budget), "currency": allocation.currency, "cost": allocation.cost,
                **allocation.values, **{f"ratio_{a}": r for a, r in allocation.ratios.items()},
@@ -480,16 +566,17 @@ def bootstrap_exponents(laws: Sequence[Law], cost_model: Cost, budgets: Sequence
                         fixed: Mapping[str, float] | None = None,
                         synthetic: Mapping[str, SyntheticOption] | None = None, starts: int = 4, seed: int = 0,
                         level: float = 0.95) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Exponents re-solved for every bootstrap draw of the law: (draws, intervals).
+    """Exponents re-solved for every bootstrap draw of the law (``draw_path``): (draws, intervals).
 
     ``draws``: ``draw``, ``axis`` (the four axes and ``sum``), OLS ``slope``, ``status`` ("ok" or the
     first failed solve on that draw's path). ``intervals``: per axis the percentile interval at
     ``level`` and the median over the "ok" draws, with ``n_draws`` used and ``n_failed`` left out.
     """
-    rows = []
+    rows, near = [], None
     for draw, law in enumerate(laws):
-        path = recipe_path(law, cost_model, budgets, bounds=bounds, fixed=fixed, synthetic=synthetic,
-                           starts=starts, seed=seed, local=False)
+        path = draw_path(law, cost_model, budgets, bounds=bounds, fixed=fixed, synthetic=synthetic, starts=starts,
+                         seed=seed, near=near)
+        near = path.row(0, named=True)  # draws lie close together: each starts the next one's first solve
         failed = path.filter(pl.col("status") != "ok")["status"]
         status = "ok" if failed.is_empty() else failed[0]
         table = exponents(path).filter(pl.col("axis") != "share_weighted_sum")
@@ -516,22 +603,27 @@ def compute_efficiency(law: Law, cost_model: Cost, baseline_loss: float, budget:
     ``baseline_loss`` is the baseline's loss at ``budget``: for a measured baseline with held-out
     success ``p`` at cost ``budget`` pass ``-ln p``; for a predicted one, e.g.
     ``trajectories_only(...).predicted_loss``. ``C*`` inverts the monotone optimal frontier
-    ``L*(C)`` by root finding on ``ln C`` (each evaluation a ``solve``). ``m`` depends on the budget
-    and the baseline, so state both with it. Raises ``ValueError`` when the baseline is worse than
-    the cheapest feasible design (only a lower bound on ``m`` exists) or better than the frontier
-    can reach within the bounds.
+    ``L*(C)`` by root finding on ``ln C`` (each evaluation a ``solve``, after the first one started from
+    the previous optimum and kept when it passes the KKT check). ``m`` depends on the budget and the
+    baseline, so state both with it. Raises ``ValueError`` when the baseline is worse than the cheapest
+    feasible design (only a lower bound on ``m`` exists) or better than the frontier can reach within
+    the bounds.
     """
     problem = _Problem(law, cost_model, budget, bounds, fixed, synthetic)
     target = np.log(baseline_loss)
     warm: list[np.ndarray] = []
+    gaps: dict[float, float] = {}  # each budget solved once: brentq sees the bracket the search below found
 
     def gap(ln_cost: float) -> float:
-        near = problem.at(float(np.exp(ln_cost)))
-        z, status = _solve(near, starts, seed, warm)
-        if status != "ok":
-            raise RuntimeError(f"the frontier solve at C = {near.budget:.6g} {cost_model.currency} failed: {status}")
-        warm[:] = [z]
-        return near.objective(z)[0] - target
+        if ln_cost not in gaps:
+            near = problem.at(float(np.exp(ln_cost)))
+            z, status = _resolve(near, starts, seed, warm[0]) if warm else _solve(near, starts, seed)
+            if status != "ok":
+                raise RuntimeError(f"the frontier solve at C = {near.budget:.6g} {cost_model.currency} failed: "
+                                   f"{status}")
+            warm[:] = [z]
+            gaps[ln_cost] = near.objective(z)[0] - target
+        return gaps[ln_cost]
 
     low = np.log(problem.min_cost)
     if problem.objective(problem.lowest())[0] <= target:

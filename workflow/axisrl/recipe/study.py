@@ -27,7 +27,7 @@ from axisrl.laws.tables import in_families
 from axisrl.plan import Design
 from axisrl.recipe.cost import RECIPE_AXES, CostModel
 from axisrl.recipe.solve import (Allocation, InfeasibleBudget, allocation_at, bootstrap_exponents, compute_efficiency,
-                                 exponents, log_budgets, paper_convention, recipe_path, solve)
+                                 draw_path, exponents, log_budgets, paper_convention, recipe_path, solve)
 from axisrl.recipe.strategies import chinchilla_transfer, trajectories_only
 
 DRIVERS = ("horizon", "rollout_steps_per_trajectory", "env_seconds_per_call", "verifier_seconds_per_trajectory",
@@ -307,8 +307,7 @@ def cost_frame(model: CostModel, domain: str) -> pl.DataFrame:
 def _frontier(law: Law, model: CostModel, ranges: Mapping[str, tuple[float, float]], fixed: Mapping[str, float],
               low: float, high: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """(ln C, optimal L) on a grid of budgets: the law's optimal frontier, decreasing in C."""
-    path = recipe_path(law, model, log_budgets(low, high, 25), bounds=ranges, fixed=fixed, starts=2, seed=seed,
-                       local=False)
+    path = draw_path(law, model, log_budgets(low, high, 25), bounds=ranges, fixed=fixed, starts=2, seed=seed)
     return np.log(path["compute"].to_numpy()), path["predicted_loss"].to_numpy()
 
 
