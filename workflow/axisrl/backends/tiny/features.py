@@ -21,6 +21,7 @@ import itertools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from operator import is_not
 
 import numpy as np
 import torch
@@ -99,33 +100,31 @@ class Candidates:
     count: int
     block_count: np.ndarray
     """Candidates per tool position."""
-    tool: np.ndarray
-    """The tool position of each candidate."""
+    block_args: np.ndarray
+    """Filled arguments per tool position."""
     args: np.ndarray
-    """(3, filled arguments): candidate row within the decision, parameter row, pointed value."""
+    """(3, filled arguments): candidate row within its block, parameter row, pointed value."""
 
     @classmethod
     def stack(cls, blocks: Sequence[CandidateBlock]) -> Candidates:
         counts = [block.count for block in blocks]
-        block_count = np.array(counts, dtype=np.int64)
-        starts = np.cumsum(block_count) - block_count
-        args = np.concatenate([block.args for block in blocks], axis=1)
-        args[0] += np.repeat(starts, [block.args.shape[1] for block in blocks])
-        return cls(sum(counts), block_count, np.repeat(np.arange(len(counts)), block_count), args)
+        return cls(sum(counts), np.array(counts, dtype=np.int64),
+                   np.array([block.args.shape[1] for block in blocks], dtype=np.int64),
+                   np.concatenate([block.args for block in blocks], axis=1))
 
 
 @dataclass(frozen=True, slots=True)
 class HistoryStep:
     """One past step: the called tool's position (-1 if the call did not parse) and its
-    (token, partner, section) occurrences; ``features[age]`` is ready for each history age."""
+    (token, partner, section) occurrences."""
 
     tool: int
     toks: list[int]
     partners: list[int]
-    features: list[list[int]]
+    sections: list[int]
 
 
-@dataclass
+@dataclass(slots=True)
 class Decision:
     """One decision point of one episode; token codes are structural ids or ``N_STRUCT + symbol``."""
 
@@ -135,12 +134,8 @@ class Decision:
     """The episode's symbol lists when this decision was taken (only ever appended to, so their
     first ``n_symbols`` entries stay this decision's even as the episode goes on or forks)."""
     step: int
-    occ_tok: list[int]
-    occ_partner: list[int]
-    occ_feature: list[int]
-    occ_step: list[int]
-    step_tool: list[int]
-    step_age: list[int]
+    recent: list[HistoryStep]
+    """The last ``HISTORY_K`` steps, oldest first; ``collate`` flattens their occurrences."""
     val_tok: list[int]
     val_type: list[int]
     val_type_tok: list[int]
@@ -152,10 +147,11 @@ class EpisodeFeatures:
 
     def __init__(self, compact: CompactEpisode, leak_primitive_role: bool) -> None:
         self.compact = compact
-        self.symbols: dict[str, int] = {}
-        """Symbol token -> its code."""
+        self.codes: dict[str, int] = dict(STRUCT_ID)
+        """Token -> its code: every structural token, and each symbol seen so far."""
         self.sym_kind: list[int] = []
         self.sym_slot: list[int] = []
+        code = self.code
         self.goal_clause: list[int] = []
         self.goal_role: list[int] = []
         self.goal_tok: list[int] = []
@@ -164,7 +160,7 @@ class EpisodeFeatures:
             for p, token in enumerate(clause[:GOAL_POSITIONS]):
                 self.goal_clause.append(c)
                 self.goal_role.append(head * GOAL_POSITIONS + p)
-                self.goal_tok.append(self.code(token))
+                self.goal_tok.append(code(token))
         self.tool_struct: list[list[int]] = []
         self.tool_table: list[int] = []
         self.tool_prim: list[int] = []
@@ -175,8 +171,8 @@ class EpisodeFeatures:
         self.param_slot: list[int] = []
         self.param_start: list[int] = []
         for position, descriptor in enumerate(compact.tools):
-            self.tool_table.append(self.code(descriptor[0]))
-            self.tool_struct.append([self.code(token) for token in descriptor[1:4]])
+            self.tool_table.append(code(descriptor[0]))
+            self.tool_struct.append([code(token) for token in descriptor[1:4]])
             tool = compact.ordered[position]
             self.tool_prim.append(PRIMITIVES.index(tool.prim if tool else "finish") if leak_primitive_role else 0)
             self.param_start.append(len(self.param_tool))
@@ -184,9 +180,9 @@ class EpisodeFeatures:
                 kind, slot, required = descriptor[4 + 3 * j: 7 + 3 * j]
                 self.param_tool.append(position)
                 self.param_pos.append(j)
-                self.param_kind.append(self.code(kind))
-                self.param_slot.append(self.code(slot))
-                self.param_req.append(self.code(required))
+                self.param_kind.append(code(kind))
+                self.param_slot.append(code(slot))
+                self.param_req.append(code(required))
         self.n_static = len(self.sym_kind)
         self.steps: list[HistoryStep] = []
         self.step_cache: dict[tuple[tuple[str, ...], ...], HistoryStep] = {}
@@ -205,7 +201,7 @@ class EpisodeFeatures:
         fixed for the episode, are shared."""
         other = copy.copy(self)
         other.compact = compact
-        other.symbols, other.step_cache = dict(self.symbols), dict(self.step_cache)
+        other.codes, other.step_cache = dict(self.codes), dict(self.step_cache)
         other.block_rows, other.blocks = list(self.block_rows), list(self.blocks)
         other.sym_kind, other.sym_slot, other.steps = list(self.sym_kind), list(self.sym_slot), list(self.steps)
         other.val_tok, other.val_type, other.val_type_tok = list(self.val_tok), list(self.val_type), list(self.val_type_tok)
@@ -213,7 +209,7 @@ class EpisodeFeatures:
 
     def code(self, token: str) -> int:
         """Structural id, or ``N_STRUCT +`` the episode-local number of a symbol (new ones appended)."""
-        code = self.symbols.get(token)
+        code = self.codes.get(token)
         if code is not None:
             return code
         kind, value = classify(token)
@@ -221,7 +217,7 @@ class EpisodeFeatures:
             return value
         if kind == -2:
             return UNK
-        code = self.symbols[token] = N_STRUCT + len(self.sym_kind)
+        code = self.codes[token] = N_STRUCT + len(self.sym_kind)
         self.sym_kind.append(kind)
         self.sym_slot.append(value)
         return code
@@ -242,16 +238,15 @@ class EpisodeFeatures:
         error), so a value remembers how the calls it was passed to went."""
         call, *pairs = tokens
         kind, position = classify(call[0])
-        toks = [self.code(token) for token in call[1:]]
-        partners = [self.code(pairs[0][0]) if pairs else 0] * len(toks)
-        sections = [0] * len(toks)
+        code = self.code
+        toks = [code(token) for token in call[1:]]
+        partners = [code(pairs[0][0]) if pairs else 0] * len(toks)
+        sections = [0] * len(toks) + [1, 2] * len(pairs)
         for key, value in pairs:
-            k, v = self.code(key), self.code(value)
+            k, v = code(key), code(value)
             toks += (k, v)
             partners += (v, k)
-            sections += (1, 2)
-        return HistoryStep(position if kind == -2 else -1, toks, partners,
-                           [[age * len(SECTIONS) + section for section in sections] for age in range(HISTORY_K)])
+        return HistoryStep(position if kind == -2 else -1, toks, partners, sections)
 
     def _block(self, position: int, rows: list[list[int]]) -> CandidateBlock:
         arg_cand, arg_param, arg_val = [], [], []
@@ -265,9 +260,9 @@ class EpisodeFeatures:
         return CandidateBlock(len(rows), np.array([arg_cand, arg_param, arg_val], dtype=np.int64).reshape(3, -1))
 
     def decision(self) -> Decision:
-        compact = self.compact
-        while len(self.steps) < len(compact.steps):
-            self.steps.append(self._step(compact.steps[len(self.steps)]))
+        compact, steps = self.compact, self.steps
+        while len(steps) < len(compact.steps):
+            steps.append(self._step(compact.steps[len(steps)]))
         values, _, _ = compact.current()
         base = len(compact.state.values)
         while len(self.val_tok) < base:
@@ -282,27 +277,14 @@ class EpisodeFeatures:
             val_type = val_type + [e[1] for e in extra]
             val_type_tok = val_type_tok + [e[2] for e in extra]
 
-        occ_tok: list[int] = []
-        occ_partner: list[int] = []
-        occ_feature: list[int] = []
-        occ_step: list[int] = []
-        recent = self.steps[-HISTORY_K:]
-        ages = range(len(recent) - 1, -1, -1)
-        for s, (step, age) in enumerate(zip(recent, ages)):
-            occ_tok += step.toks
-            occ_partner += step.partners
-            occ_feature += step.features[age]
-            occ_step += [s] * len(step.toks)
-
         rows = compact.blocks
-        if self.candidates is None or any(new is not old for new, old in zip(rows, self.block_rows)):
+        if self.candidates is None or any(map(is_not, rows, self.block_rows)):
             for position, (new, old) in enumerate(zip(rows, self.block_rows)):
                 if new is not old:
                     self.block_rows[position], self.blocks[position] = new, self._block(position, new)
             self.candidates = Candidates.stack(self.blocks)
-        return Decision(len(self.sym_kind), self.sym_kind, self.sym_slot, len(compact.steps), occ_tok, occ_partner,
-                        occ_feature, occ_step, [step.tool for step in recent], list(ages), val_tok, val_type,
-                        val_type_tok, self.candidates)
+        return Decision(len(self.sym_kind), self.sym_kind, self.sym_slot, len(steps), steps[-HISTORY_K:], val_tok,
+                        val_type, val_type_tok, self.candidates)
 
 
 @dataclass
@@ -436,19 +418,29 @@ def collate(episodes: EpisodeBatch, decisions: Sequence[Decision], rows: Sequenc
     sym_static = np.where(local < np.repeat(episodes.n_static[ep], n_sym),  # or the row after the last
                           local + np.repeat(episodes.sym_base[ep], n_sym), len(episodes.sym_kind))
 
-    occ_dec = np.repeat(np.arange(n), _lengths([d.occ_tok for d in decisions]))
-    n_steps = _lengths([d.step_tool for d in decisions])
+    # history: the recent steps of every decision, oldest first; a step's age counts back from the newest
+    recent = [d.recent for d in decisions]
+    n_steps = _lengths(recent)
+    steps = list(itertools.chain.from_iterable(recent))
     step_dec = np.repeat(np.arange(n), n_steps)
-    step_tool = _flat([d.step_tool for d in decisions])
-    step_tool = np.where(step_tool >= 0, step_tool + episodes.tool_base[ep[step_dec]], len(episodes.tool_table))
+    step_index = np.arange(len(steps))
+    step_age = (n_steps - 1 + _offsets(n_steps))[step_dec] - step_index
+    position = np.fromiter((step.tool for step in steps), dtype=np.int64, count=len(steps))
+    step_tool = np.where(position >= 0, position + episodes.tool_base[ep[step_dec]], len(episodes.tool_table))
+    occ_step = np.repeat(step_index, _lengths([step.toks for step in steps]))
+    occ_sym_base = dsym_base[step_dec[occ_step]]
 
+    # candidates, block by block (a block: the candidates of one tool position of one decision)
     candidates = [d.candidates for d in decisions]
-    block_cands = np.concatenate([c.block_count for c in candidates])  # one per tool position, in order
+    block_cands = np.concatenate([c.block_count for c in candidates])
     block_start = _offsets(block_cands)
+    n_blocks = _lengths([c.block_count for c in candidates])
+    block_base = _offsets(n_blocks)
+    block_dec = np.repeat(np.arange(n), n_blocks)
+    block_tool = np.arange(len(block_cands)) - block_base[block_dec] + episodes.tool_base[ep[block_dec]]
     # every candidate of a tool that a recent step called, paired with that step
-    position = _flat([d.step_tool for d in decisions])
     called = np.flatnonzero(position >= 0)
-    called_block = _offsets(_lengths([c.block_count for c in candidates]))[step_dec[called]] + position[called]
+    called_block = block_base[step_dec[called]] + position[called]
     repeats = block_cands[called_block]
     recall_step = np.repeat(called, repeats)
     recall_cand = np.repeat(block_start[called_block] - _offsets(repeats), repeats) + np.arange(repeats.sum())
@@ -456,10 +448,14 @@ def collate(episodes: EpisodeBatch, decisions: Sequence[Decision], rows: Sequenc
     cand_start = _offsets(cand_count)
     cand_dec = np.repeat(np.arange(n), cand_count)
     args = np.concatenate([c.args for c in candidates], axis=1)
-    arg_dec = np.repeat(np.arange(n), [c.args.shape[1] for c in candidates])
+    arg_block = np.repeat(np.arange(len(block_cands)), np.concatenate([c.block_args for c in candidates]))
+    arg_dec = block_dec[arg_block]
     val_len = _lengths([d.val_tok for d in decisions])
     arg_val = args[2] + _offsets(val_len)[arg_dec]
-    used, arg_val = np.unique(arg_val, return_inverse=True)
+    pointed = np.zeros(int(val_len.sum()), dtype=bool)
+    pointed[arg_val] = True
+    used = np.flatnonzero(pointed)
+    arg_val = (np.cumsum(pointed) - 1)[arg_val]  # rank among the used values
     val_dec = np.repeat(np.arange(n), val_len)[used]
 
     return Batch(
@@ -470,19 +466,19 @@ def collate(episodes: EpisodeBatch, decisions: Sequence[Decision], rows: Sequenc
         sym_kind=_tensor(sym_kind),
         sym_slot=_tensor(sym_slot),
         sym_static=_tensor(sym_static),
-        occ_tok=_tensor(_shift_tokens(_flat([d.occ_tok for d in decisions]), dsym_base[occ_dec])),
-        occ_partner=_tensor(_shift_tokens(_flat([d.occ_partner for d in decisions]), dsym_base[occ_dec])),
-        occ_feature=_tensor(_flat([d.occ_feature for d in decisions])),
-        occ_step=_tensor(_flat([d.occ_step for d in decisions]) + _offsets(n_steps)[occ_dec]),
+        occ_tok=_tensor(_shift_tokens(_flat([step.toks for step in steps]), occ_sym_base)),
+        occ_partner=_tensor(_shift_tokens(_flat([step.partners for step in steps]), occ_sym_base)),
+        occ_feature=_tensor(step_age[occ_step] * len(SECTIONS) + _flat([step.sections for step in steps])),
+        occ_step=_tensor(occ_step),
         step_decision=_tensor(step_dec),
         step_tool=_tensor(step_tool),
-        step_age=_tensor(_flat([d.step_age for d in decisions])),
+        step_age=_tensor(step_age),
         val_tok=_tensor(_shift_tokens(_flat([d.val_tok for d in decisions])[used], dsym_base[val_dec])),
         val_type=_tensor(_flat([d.val_type for d in decisions])[used]),
         val_type_tok=_tensor(_shift_tokens(_flat([d.val_type_tok for d in decisions])[used], dsym_base[val_dec])),
         cand_decision=_tensor(cand_dec),
-        cand_tool=_tensor(np.concatenate([c.tool for c in candidates]) + episodes.tool_base[ep[cand_dec]]),
-        arg_cand=_tensor(args[0] + cand_start[arg_dec]),
+        cand_tool=_tensor(np.repeat(block_tool, block_cands)),
+        arg_cand=_tensor(block_start[arg_block] + args[0]),
         arg_param=_tensor(args[1] + episodes.param_base[ep[arg_dec]]),
         arg_val=_tensor(arg_val),
         recall_cand=_tensor(recall_cand),

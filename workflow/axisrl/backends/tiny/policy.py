@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import torch
 from torch import nn
+from torch.nn import functional as F
 
 from axisrl.backends.tiny.features import (HISTORY_K, MAX_STEP_FEATURE, N_GOAL_ROLES, N_HISTORY_FEATURES, N_SLOTS,
                                            N_STRUCT, PRIMITIVES, SYMBOL_KINDS, Batch, EpisodeBatch)
@@ -69,35 +70,37 @@ class ToolPointer(nn.Module):
         return {"width": self.width, "leak_primitive_role": self.leak_primitive_role, "value_head": self.value_head}
 
     def _linear(self, layer: nn.Linear, x: torch.Tensor) -> torch.Tensor:
+        """``layer(x)`` without ``Module.__call__``'s dispatch (the same op: no hooks are used)."""
         self.flops += 2 * x.shape[0] * layer.in_features * layer.out_features
-        return layer(x)
+        return F.linear(x, layer.weight, layer.bias)
 
     def encode_episodes(self, b: EpisodeBatch) -> tuple[torch.Tensor, ...]:
         """Everything fixed within an episode, computed once per episode: the goal-role sum of each
         symbol known at the start, the goal, the tools (plus a zero row for "no tool"), and the
         parameter and tool projections that candidates reuse."""
         d, struct = self.width, self.struct.weight
-        roles = torch.zeros(len(b.sym_kind), d).index_add(0, b.goal_sym, self.goal_role_of_symbol(b.goal_sym_role))
+        roles = torch.zeros(len(b.sym_kind), d).index_add(0, b.goal_sym,
+                                                          embed(self.goal_role_of_symbol, b.goal_sym_role))
         tokens = torch.cat([struct, self._symbols(b.sym_kind, b.sym_slot) + roles])
 
         clauses = torch.zeros(len(b.clause_episode), d).index_add(
-            0, b.goal_clause, self.goal_role_in_clause(b.goal_role) + rows(tokens, b.goal_tok))
+            0, b.goal_clause, embed(self.goal_role_in_clause, b.goal_role) + rows(tokens, b.goal_tok))
         clauses = torch.relu(self._linear(self.clause, clauses))
         goal = torch.zeros(len(b.episodes), d).index_add(0, b.clause_episode, clauses)
 
         params = (rows(struct, b.param_kind) + rows(struct, b.param_req) + rows(tokens, b.param_slot)
-                  + self.param_pos(b.param_pos.clamp(max=MAX_PARAMS - 1)))
+                  + embed(self.param_pos, b.param_pos.clamp(max=MAX_PARAMS - 1)))
         params = torch.relu(self._linear(self.param, params))
         tools = struct[b.tool_struct].sum(1) + rows(tokens, b.tool_table)
         tools = tools.index_add(0, b.param_tool, params)
         if self.prim is not None:
-            tools = tools + self.prim(b.tool_prim)
+            tools = tools + embed(self.prim, b.tool_prim)
         tools = torch.relu(self._linear(self.tool, tools))
         return (roles, goal, torch.cat([tools, torch.zeros(1, d)]), self._linear(self.arg_param, params),
                 self._linear(self.cand_tool, tools))
 
     def _symbols(self, kind: torch.Tensor, slot: torch.Tensor) -> torch.Tensor:
-        return self.sym_kind(kind) + self.sym_slot(kind * N_SLOTS + slot)
+        return embed(self.sym_kind, kind) + embed(self.sym_slot, kind * N_SLOTS + slot)
 
     def forward(self, b: Batch, episodes: tuple[torch.Tensor, ...] | None = None
                 ) -> tuple[torch.Tensor, torch.Tensor | None]:
@@ -111,7 +114,7 @@ class ToolPointer(nn.Module):
         roles = torch.cat([roles, torch.zeros(1, d)])
         symbols = self._symbols(b.sym_kind, b.sym_slot) + rows(roles, b.sym_static)
         base = torch.cat([struct, symbols])
-        occ = (self.history_feature(b.occ_feature) + rows(base, b.occ_tok)
+        occ = (embed(self.history_feature, b.occ_feature) + rows(base, b.occ_tok)
                + self._linear(self.partner, rows(base, b.occ_partner)))
         is_symbol = b.occ_tok >= N_STRUCT
         symbols = symbols.index_add(0, b.occ_tok[is_symbol] - N_STRUCT, occ[is_symbol])
@@ -119,10 +122,10 @@ class ToolPointer(nn.Module):
 
         # context: goal, recent steps (called tool + occurrences + age), step count
         steps = (torch.zeros(len(b.step_tool), d).index_add(0, b.occ_step, occ) + rows(tools, b.step_tool)
-                 + self.step_age(b.step_age))
+                 + embed(self.step_age, b.step_age))
         steps = torch.relu(self._linear(self.step, steps))
         history = torch.zeros(len(b.dec_episode), d).index_add(0, b.step_decision, steps)
-        context = torch.cat([rows(goal, b.dec_episode), history, self.step_count(b.dec_step)], -1)
+        context = torch.cat([rows(goal, b.dec_episode), history, embed(self.step_count, b.dec_step)], -1)
         context = torch.relu(self._linear(self.context, context))
 
         # candidates: tool + its arguments (parameter, pointed value) + the recent calls of its tool
@@ -146,6 +149,12 @@ class ToolPointer(nn.Module):
 
 def rows(table: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
     return table.index_select(0, index)
+
+
+def embed(layer: nn.Embedding, index: torch.Tensor) -> torch.Tensor:
+    """``layer(index)`` without ``Module.__call__``'s dispatch (the same op: no padding index,
+    norm or hooks are used on these layers)."""
+    return F.embedding(index, layer.weight)
 
 
 def segment_log_softmax(logits: torch.Tensor, segment: torch.Tensor, n_segments: int) -> torch.Tensor:

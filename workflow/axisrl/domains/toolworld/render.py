@@ -23,7 +23,7 @@ import random
 import re
 import sys
 from array import array
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -574,10 +574,11 @@ class _ToolPlan:
 
     ``variants``: the parameter subsets a candidate fills (the required ones, plus each optional
     one alone), each as (option source per filled parameter, position of each tool parameter in
-    it, or None when the subset is all parameters in order). ``groups``: every pointer group the
-    options are drawn from; the candidates change only when one of them grows."""
+    it, or None when the subset is all parameters in order, and the pointer group of each filled
+    parameter when every one draws from a group alone, or None). ``groups``: every pointer group
+    the options are drawn from; the candidates change only when one of them grows."""
 
-    variants: tuple[tuple[tuple[tuple, ...], tuple[int, ...] | None], ...]
+    variants: tuple[tuple[tuple[tuple, ...], tuple[int, ...] | None, tuple[tuple, ...] | None], ...]
     groups: tuple[tuple, ...]
 
     @classmethod
@@ -591,7 +592,8 @@ class _ToolPlan:
         for chosen in subsets:
             positions = tuple(next((k for k, q in enumerate(chosen) if q is p), -1) for p in params)
             sources = tuple(_param_source(rt, tool, p) for p in chosen)
-            variants.append((sources, None if positions == tuple(range(len(params))) else positions))
+            keys = tuple(source[1] for source in sources) if all(source[0] == "group" for source in sources) else None
+            variants.append((sources, None if positions == tuple(range(len(params))) else positions, keys))
             for source in sources:
                 if source[0] != "val":
                     groups.append(source[1])
@@ -602,8 +604,10 @@ class _ToolPlan:
     def candidates(self, rt: Runtime, table: str, position: int, typed: list[tuple[str, Any]],
                    groups: dict[tuple, list[int]]) -> list[list[int]]:
         rows: list[list[int]] = []
-        for sources, positions in self.variants:
-            options = _options(rt, table, sources, typed, groups)
+        for sources, positions, keys in self.variants:
+            options: Iterable[tuple[int, ...]] = (
+                itertools.product(*[groups.get(key, ()) for key in keys]) if keys is not None
+                else _options(rt, table, sources, typed, groups))
             if positions is None:
                 rows += [[position, *ptrs] for ptrs in options]
             else:
@@ -613,9 +617,8 @@ class _ToolPlan:
 
 def _options(rt: Runtime, table: str, sources: tuple[tuple, ...], typed: list[tuple[str, Any]],
              groups: dict[tuple, list[int]]) -> list[tuple[int, ...]]:
-    """Every pointer tuple for one parameter subset; a ``val`` follows the field its ``sel`` chose."""
-    if all(source[0] == "group" for source in sources):
-        return list(itertools.product(*(groups.get(source[1], ()) for source in sources)))
+    """Every pointer tuple for one parameter subset with a ``sel`` (a ``val`` follows the field
+    its ``sel`` chose); a subset of plain groups is their product (``_ToolPlan.candidates``)."""
     partial: list[tuple[tuple[int, ...], str | None]] = [((), None)]
     for source in sources:
         if source[0] == "group":
@@ -709,7 +712,8 @@ class CompactEpisode:
         self.steps: list[list[list[str]]] = []
         self.pointers = _Pointers()
         self.blocks: list[list[list[int]] | None] = [None] * len(self.ordered)
-        """Per tool position, its candidate rows; a block is replaced, never modified, when it changes."""
+        """Per tool position, its candidate rows; a block is replaced, never modified, when it changes
+        (and only then: the same object means the same rows)."""
         self._answers: list[int] | None = None
         self._derived: tuple[int, ...] = ()
         self._current: tuple[list[list[str]], list[tuple[str, Any]], list[list[int]]] | None = None
@@ -772,10 +776,13 @@ class CompactEpisode:
             stale: set[int] | range = range(len(self.ordered))
         else:
             stale = {position for group in grown for position in self.watchers.get(group, ())}
+        blocks = self.blocks
         for position in stale:
             tool = self.ordered[position]
             if tool is not None:
-                self.blocks[position] = self.plans[tool.sym].candidates(self.rt, tool.table, position, typed, groups)
+                rows = self.plans[tool.sym].candidates(self.rt, tool.table, position, typed, groups)
+                if rows != blocks[position]:  # an unchanged block stays the same object (see ``blocks``)
+                    blocks[position] = rows
         if answers != self._answers:  # finish: no answer, or any visible value
             self._answers = list(answers)
             position = self.tool_index[FINISH]

@@ -10,6 +10,7 @@ the env, the renderers and the reference solutions speak it.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Mapping
@@ -106,9 +107,17 @@ class Goal:
 
     @classmethod
     def parse(cls, goal: Mapping[str, Any] | str) -> Goal:
-        goal = json.loads(goal) if isinstance(goal, str) else goal
+        """A goal as JSON text is parsed once per process (a task's env and compact view, and
+        every episode of it, parse the same text; a Goal is read, never modified)."""
+        if isinstance(goal, str):
+            return _goal_of_text(goal)
         return cls(tuple(goal["checks"]), frozenset((t, k) for t, k in goal["footprint"]),
                    goal["answer_type"], goal["query"])
+
+
+@functools.lru_cache(maxsize=16384)
+def _goal_of_text(text: str) -> Goal:
+    return Goal.parse(json.loads(text))
 
 
 _NUMBER = re.compile(r"[-+]?\d+(\.\d+)?")
