@@ -285,3 +285,16 @@ def test_bootstrap_exponents_resolve_every_draw():
     row = intervals.filter(pl.col("axis") == "d_traj").row(0, named=True)
     assert row["n_draws"] == 3 and row["n_failed"] == 0
     assert row["slope_lo"] <= row["slope_median"] <= row["slope_hi"]
+
+
+def test_an_axis_the_law_gives_no_effect_is_reported_as_not_identified():
+    from axisrl.recipe.study import identification
+
+    law = Law(E=0.1, A={"width": 0.0, "d_env": 1.0, "d_task": 0.5}, alpha={"width": 0.3, "d_env": 0.2, "d_task": 0.4})
+    draws = [law, Law(E=0.1, A={"width": 0.2, "d_env": 0.9, "d_task": 0.0}, alpha=law.alpha)]
+    table = identification(law, draws)
+    assert table.to_dicts() == [
+        {"axis": "width", "identified": False, "n_draws_identified": 1},
+        {"axis": "d_env", "identified": True, "n_draws_identified": 2},
+        {"axis": "d_task", "identified": True, "n_draws_identified": 1},
+    ]

@@ -570,7 +570,8 @@ def recipe(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, st
         "exponents": exponents, "curves": study.strategy_curves(fitted, model, options), "table18": drivers,
         "table19": study.progression_table(fitted, options, drivers.row(0, named=True)),
         "table20": exponents.filter(pl.col("axis") != "share_weighted_sum").select(
-            pl.lit(settings["domain"]).alias("domain"), "axis", "slope", "slope_lo", "slope_hi", "paper_exponent"),
+            pl.lit(settings["domain"]).alias("domain"), "axis", "slope", "slope_lo", "slope_hi", "identified",
+            "paper_exponent"),
         "table21": study.perturbation_table(fitted, model, options),
         "strategies": study.strategy_designs(fitted, model, options, len(settings["seeds"]), task_capacity(
             read_artifact(inputs["envs"], "dedup"), read_artifact(inputs["tasks"], "dedup"))),
@@ -579,6 +580,9 @@ def recipe(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, st
         write_artifact(frames[name], path_, spec)
     for row in exponents.iter_rows(named=True):
         log.info("exponent %s: %s [%s, %s]", row["axis"], row["slope"], row.get("slope_lo"), row.get("slope_hi"))
+        if row["identified"] is False:
+            log.warning("exponent %s is not identified: the fitted law gives %s no effect (A = 0), so its slope "
+                        "is where the budget constraint left the spare compute", row["axis"], row["axis"])
 
 
 def validate(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, str],

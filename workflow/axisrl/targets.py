@@ -40,7 +40,7 @@ RECIPE_FRAMES = ("law", "cost", "path", "exponents", "curves", "table18", "table
 RECIPE_TABLES = {
     "table18": "Table 18: measured cost drivers per domain",
     "table19": "Table 19: recipe exponents under progressively richer cost models",
-    "table20": "Table 20: recipe exponents per domain (OLS slope of ln x* on ln C, bootstrap interval)",
+    "table20": "Table 20: recipe exponents per domain (OLS slope of ln x* on ln C, bootstrap interval; identified is false where the fitted law gives the axis no effect, so its slope only shows where the budget constraint put spare compute)",
     "table21": "Table 21: recipe-exponent sensitivity to +-50% perturbations of cost coefficients",
 }
 """The tables computed by the ``recipe`` stage: target name -> title."""

@@ -157,8 +157,20 @@ def exponent_table(fitted: FittedLaw, model: CostModel, settings: RecipeSettings
     _, intervals = bootstrap_exponents(fitted.draws, model, grid[::2], bounds=fitted.ranges, fixed=_fixed(fitted),
                                        starts=2, seed=settings.seed)
     table = (exponents(path).join(intervals, on="axis", how="left")
-             .join(paper_convention(fitted.law).select("axis", "paper_exponent"), on="axis", how="left"))
+             .join(paper_convention(fitted.law).select("axis", "paper_exponent"), on="axis", how="left")
+             .join(identification(fitted.law, fitted.draws), on="axis", how="left"))
     return path, table
+
+
+def identification(law: Law, draws: Sequence[Law]) -> pl.DataFrame:
+    """Per law axis: does the fitted law give it an effect (``A > 0``), and in how many draws. An
+    axis without one does not change the predicted loss, so its optimal allocation is whatever the
+    budget constraint leaves once the axes that matter reach their bounds: its slope then describes
+    the solver's start, not the data, and is reported as not identified."""
+    axes = [axis for axis in RECIPE_AXES if axis in law.A]
+    return pl.DataFrame({"axis": axes, "identified": [law.A[axis] > 0 for axis in axes],
+                         "n_draws_identified": [sum(draw.A[axis] > 0 for draw in draws) for axis in axes]},
+                        schema={"axis": pl.String, "identified": pl.Boolean, "n_draws_identified": pl.Int64})
 
 
 def progression_table(fitted: FittedLaw, settings: RecipeSettings, drivers: Mapping[str, Any]) -> pl.DataFrame:

@@ -274,6 +274,8 @@ def _slope_label(axis: str, row: dict | None) -> str:
     if row.get("pinned"):
         return f"{axis}: {row['slope']:.2f} (pinned)"
     text = f"{axis}: {row['slope']:.2f}"
+    if row.get("identified") is False:
+        return text + " (not identified: no effect in the law)"
     lo, hi = _num(row.get("slope_lo")), _num(row.get("slope_hi"))
     if not (math.isnan(lo) or math.isnan(hi)):
         text += f" [{lo:.2f}, {hi:.2f}]"
