@@ -298,3 +298,25 @@ def test_an_axis_the_law_gives_no_effect_is_reported_as_not_identified():
         {"axis": "d_env", "identified": True, "n_draws_identified": 2},
         {"axis": "d_task", "identified": True, "n_draws_identified": 1},
     ]
+
+
+def test_tables_19_and_21_mark_an_axis_the_law_gives_no_effect_as_not_identified():
+    from dataclasses import asdict
+
+    from axisrl.plan import Design
+    from axisrl.recipe.study import FittedLaw, RecipeSettings, perturbation_table, progression_table
+
+    law = Law(E=0.2, A={"width": 0.0, "d_env": 3.0, "d_task": 4.0}, alpha={"width": 0.3, "d_env": 0.5, "d_task": 0.3})
+    fitted = FittedLaw(pl.DataFrame(), law, [law], {"width": (16.0, 4096.0), "d_env": (1.0, 1e3), "d_task": (1.0, 1e5)},
+                       Design(d_env=30, d_task=500, d_traj=8, width=64, algo="grpo", reward_density="dense"), 0.0, 1.0)
+    settings = RecipeSettings(tier="T2", cost=asdict(FULL), budgets={"low": 0.5, "high": 4.0, "n": 4}, strategies=(),
+                              validation={}, n_boot=0, seed=0, perturbation=0.5, episodes_per_update=64)
+    drivers = dict.fromkeys(("rollout_steps_per_trajectory", "env_seconds_per_call", "verifier_seconds_per_trajectory",
+                             "failed_rollout_fraction", "utilization", "flops_per_width2_step"))  # FULL sets them all
+    flags = [f"identified_{axis}" for axis in RECIPE_AXES]
+    for table in (progression_table(fitted, settings, drivers), perturbation_table(fitted, FULL, settings)):
+        assert table.columns[1:] == [*RECIPE_AXES, "sum", "share_weighted_sum", *flags, "c_low", "c_high"]
+        assert table.select(flags).schema == dict.fromkeys(flags, pl.Boolean)
+        assert not table["identified_width"].any() and table["identified_width"].null_count() == 0
+        assert table["identified_d_env"].all() and table["identified_d_task"].all()
+        assert table["identified_d_traj"].is_null().all()  # held at the centre: not a law axis, as in Table 20

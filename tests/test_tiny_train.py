@@ -221,14 +221,14 @@ def test_a_group_shares_its_common_prefix(pool):
     assert len({id(e.decisions[0]) for e in episodes}) == 1
 
 
-def test_adam_matches_torch_optim_adam_bit_for_bit():
+def test_adam_matches_torch_optim_fused_adam_bit_for_bit():
     from axisrl.backends.tiny.train import Adam
 
     torch.manual_seed(0)
     reference, ours = torch.nn.Linear(5, 3), torch.nn.Linear(5, 3)
     ours.load_state_dict(reference.state_dict())
     initial = reference.weight.detach().clone()
-    optimizers = torch.optim.Adam(reference.parameters(), lr=3e-3), Adam(ours.parameters(), lr=3e-3)
+    optimizers = torch.optim.Adam(reference.parameters(), lr=3e-3, fused=True), Adam(ours.parameters(), lr=3e-3)
     for _ in range(20):
         x = torch.randn(4, 5)
         for model, optimizer in zip((reference, ours), optimizers, strict=True):
@@ -254,3 +254,34 @@ def test_an_update_that_raises_is_recorded_as_failed_with_its_error(pool, monkey
     assert result.status == "failed" and len(result.metrics) == 3
     assert result.error == "RuntimeError: environment server went away"
     assert tiny.train(pool.envs, pool.tasks, quick(updates=2), seed=0).error is None
+
+
+@pytest.mark.parametrize("loss_agg_mode", algos.LOSS_AGG_MODES)
+def test_a_grpo_update_in_chunks_accumulates_the_gradient_of_one_pass(pool, monkeypatch, loss_agg_mode):
+    """Chunks only bound memory: every aggregation's normaliser is batch-wide, so cutting the
+    update into one chunk per episode accumulates the gradient of one pass over the whole batch."""
+    settings = quick(loss_agg_mode=loss_agg_mode, norm_adv_by_std_in_grpo=True, kl_coef=0.1, reward_density="dense")
+    specs = Specs(pool.envs)
+    episodes = [episode for g, task in enumerate(pool.tasks[:16])
+                for episode in Episode.group(specs[task["env_id"]], task, g, False, settings.group_size)]
+    torch.manual_seed(1)
+    reference = ToolPointer(settings.width).requires_grad_(False)  # another policy: the KL term has a gradient
+    torch.manual_seed(0)
+    policy = ToolPointer(settings.width)
+    rollout(policy, episodes, np.random.default_rng(0))
+    group = torch.arange(16).repeat_interleave(settings.group_size)
+    assert len({e.partial for e in episodes}) > 1  # some advantages are not zero
+    gradients = {}
+    for budget in (10**9, 1):
+        monkeypatch.setattr(train_module, "GRPO_CHUNK_CANDIDATES", budget)
+        monkeypatch.setattr(train_module, "_step", lambda model, *_: gradients.setdefault(
+            budget, [p.grad.clone() for p in model.parameters() if p.grad is not None]) and 0.0)
+        out = train_module.grpo_update(policy, reference, None, episodes, group, settings, horizon=10)
+        policy.zero_grad()
+        gradients[budget] = (out, gradients[budget])
+    (whole, whole_grads), (chunked, chunked_grads) = gradients[10**9], gradients[1]
+    assert chunked["loss"] == pytest.approx(whole["loss"], rel=1e-5, abs=1e-7)
+    assert chunked["kl"] == pytest.approx(whole["kl"], rel=1e-5, abs=1e-7) and whole["kl"] != 0
+    assert len(chunked_grads) == len(whole_grads) > 0
+    assert all(torch.allclose(a, b, rtol=1e-4, atol=1e-7) for a, b in zip(whole_grads, chunked_grads, strict=True))
+    assert any(bool(g.abs().max() > 0) for g in whole_grads)

@@ -173,26 +173,36 @@ def identification(law: Law, draws: Sequence[Law]) -> pl.DataFrame:
                         schema={"axis": pl.String, "identified": pl.Boolean, "n_draws_identified": pl.Int64})
 
 
+def _identified_columns(fitted: FittedLaw) -> dict[str, bool | None]:
+    """``identified_<axis>`` for the wide Tables 19 and 21: ``identification``'s flag, which depends on
+    the law and not the cost model, so every row carries it; null for an axis the law holds fixed."""
+    flags = identification(fitted.law, fitted.draws)
+    identified = dict(zip(flags["axis"], flags["identified"], strict=True))
+    return {f"identified_{axis}": identified.get(axis) for axis in RECIPE_AXES}
+
+
 def progression_table(fitted: FittedLaw, settings: RecipeSettings, drivers: Mapping[str, Any]) -> pl.DataFrame:
     """Table 19: the recipe exponents as the cost model's terms are switched on one by one."""
+    flags = _identified_columns(fitted)
     rows = []
     for label, model in cost_model(settings.cost, drivers).progression():
         exps = _path_exponents(fitted, model, settings)
         rows.append({"cost_model": label, **{a: s for a, s in zip(exps["axis"], exps["slope"], strict=True)},
-                     "c_low": exps["c_low"][0], "c_high": exps["c_high"][0]})
-    return pl.DataFrame(rows)
+                     **flags, "c_low": exps["c_low"][0], "c_high": exps["c_high"][0]})
+    return pl.DataFrame(rows, schema_overrides=dict.fromkeys(flags, pl.Boolean))
 
 
 def perturbation_table(fitted: FittedLaw, model: CostModel, settings: RecipeSettings) -> pl.DataFrame:
     """Table 21: the exponents with one cost coefficient moved by +-``perturbation``."""
+    flags = _identified_columns(fitted)
     rows = []
     for name, factor in [("default", 1.0)] + [(c, 1 + s * settings.perturbation) for c in PERTURBED for s in (1, -1)]:
         moved = model if name == "default" else model.perturbed(name, factor)
         exps = _path_exponents(fitted, moved, settings)
         rows.append({"perturbation": "default" if name == "default" else f"{name} x {factor:g}",
                      **{a: s for a, s in zip(exps["axis"], exps["slope"], strict=True)},
-                     "c_low": exps["c_low"][0], "c_high": exps["c_high"][0]})
-    return pl.DataFrame(rows)
+                     **flags, "c_low": exps["c_low"][0], "c_high": exps["c_high"][0]})
+    return pl.DataFrame(rows, schema_overrides=dict.fromkeys(flags, pl.Boolean))
 
 
 def round_design(values: Mapping[str, float], centre: Design, episodes_per_update: int,

@@ -209,9 +209,10 @@ def _deterministic_eager_ops() -> None:
 
 
 class Adam:
-    """``torch.optim.Adam``'s update through torch's functional ``adam`` (bit-identical on CPU, a
-    test checks): the ``Optimizer`` class imports ``torch._dynamo`` on first use, 1.9 s per
-    process, about a tenth of a default train job."""
+    """``torch.optim.Adam(fused=True)``'s update through torch's functional ``adam`` (bit-identical
+    on CPU, a test checks): the ``Optimizer`` class imports ``torch._dynamo`` on first use, 1.9 s
+    per process, about a tenth of a default train job. Fused: one kernel over all parameters, 6x
+    faster than the per-tensor loop on this policy's 39 tensors (0.3 against 1.8 ms a step)."""
 
     def __init__(self, params: Iterable[torch.nn.Parameter], lr: float) -> None:
         self.params = list(params)
@@ -224,7 +225,7 @@ class Adam:
     def step(self) -> None:
         live = [k for k, p in enumerate(self.params) if p.grad is not None]
         adam([self.params[k] for k in live], [self.params[k].grad for k in live], [self.exp_avgs[k] for k in live],
-             [self.exp_avg_sqs[k] for k in live], [], [self.steps[k] for k in live], foreach=False, amsgrad=False,
+             [self.exp_avg_sqs[k] for k in live], [], [self.steps[k] for k in live], fused=True, amsgrad=False,
              beta1=0.9, beta2=0.999, lr=self.lr, weight_decay=0.0, eps=1e-8, maximize=False)
 
     def zero_grad(self) -> None:
@@ -366,25 +367,31 @@ def _step(policy: ToolPointer, optimizer: Adam, max_grad_norm: float) -> float:
         raise Diverged("non-finite gradient")
     optimizer.step()
     optimizer.zero_grad()
-    if not all(torch.isfinite(p).all() for p in policy.parameters()):
-        raise Diverged("non-finite parameters")
+    if not math.isfinite(float(torch.nn.utils.get_total_norm(policy.parameters(), foreach=True))):
+        raise Diverged("non-finite parameters")  # one norm over all parameters: a tenth of a per-tensor check
     return grad_norm
 
 
-GRPO_CHUNK_STEPS = 256
-"""Decisions (whole episodes, at least one) per forward/backward in a GRPO step: gradients
-accumulate, so the autograd graph of one chunk, not of the whole update, is held in memory."""
+GRPO_CHUNK_CANDIDATES = 16384
+"""Candidate rows (whole episodes, at least one) per forward/backward in a GRPO step: gradients
+accumulate, so the autograd graph of one chunk, not of the whole update, is held in memory. The
+graph grows with the candidates scored, not the steps: a default update scores at most about
+17,000 (one chunk), one of 64 rollouts per task up to 140,000, which in 256-step chunks took a
+train job past 500 MB."""
 
 
-def _chunks(episodes: Sequence[Episode], indices: Sequence[int], steps: int) -> list[list[int]]:
+def _chunks(episodes: Sequence[Episode], indices: Sequence[int], candidates: int) -> list[list[int]]:
+    """``indices`` in order, cut into runs of at most ``candidates`` candidate rows (a decision
+    shared within a run is counted once per episode, so the bound errs on the small side)."""
     chunks: list[list[int]] = [[]]
     size = 0
     for b in indices:
-        if chunks[-1] and size + len(episodes[b].actions) > steps:
+        rows = sum(decision.candidates.count for decision in episodes[b].decisions)
+        if chunks[-1] and size + rows > candidates:
             chunks.append([])
             size = 0
         chunks[-1].append(b)
-        size += len(episodes[b].actions)
+        size += rows
     return chunks
 
 
@@ -402,7 +409,7 @@ def grpo_update(policy: ToolPointer, reference: ToolPointer | None, optimizer: A
     out["gradient_steps"] = sum(len(episodes[b].actions) for b in needed)
     if not needed:
         return out
-    for chunk in _chunks(episodes, needed, GRPO_CHUNK_STEPS):
+    for chunk in _chunks(episodes, needed, GRPO_CHUNK_CANDIDATES):
         rows = torch.tensor(chunk)
         share = {"token-mean": float(mask[rows].sum() / mask.sum()),
                  "seq-mean-token-sum-norm": 1.0}.get(s.loss_agg_mode, len(chunk) / len(episodes))
