@@ -273,7 +273,7 @@ def test_a_grpo_update_in_chunks_accumulates_the_gradient_of_one_pass(pool, monk
     assert len({e.partial for e in episodes}) > 1  # some advantages are not zero
     gradients = {}
     for budget in (10**9, 1):
-        monkeypatch.setattr(train_module, "GRPO_CHUNK_CANDIDATES", budget)
+        monkeypatch.setattr(train_module, "GRPO_CHUNK_ACTIVATIONS", budget)
         monkeypatch.setattr(train_module, "_step", lambda model, *_: gradients.setdefault(
             budget, [p.grad.clone() for p in model.parameters() if p.grad is not None]) and 0.0)
         out = train_module.grpo_update(policy, reference, None, episodes, group, settings, horizon=10)

@@ -21,8 +21,10 @@ from axisrl.backends.tiny.policy import ToolPointer
 from axisrl.backends.tiny.rollout import Episode, Specs, no_cyclic_gc, rollout
 from axisrl.domains.toolworld.canon import canonical_json
 
-EVAL_CHUNK = 512
-"""Episodes rolled out together; bounds the memory of one lockstep batch."""
+EVAL_CHUNK_ACTIVATIONS = 256 * 64
+"""Episodes x policy width rolled out together: a lockstep batch's activations grow with both, so
+this bounds its memory (the default held-out pool at width 64 in one batch; a width-256 policy
+in batches of 64 episodes, which held 270 MB more as one batch of 243)."""
 
 
 def _episode_seeds(tasks: Sequence[Mapping[str, Any]], seed: int) -> list[int]:
@@ -39,9 +41,10 @@ def evaluate(policy: ToolPointer, envs: Sequence[Mapping[str, Any]], tasks: Sequ
     records = []
     with no_cyclic_gc():
         seeds = _episode_seeds(tasks, seed)
-        for start in range(0, len(tasks), EVAL_CHUNK):
+        chunk = max(1, EVAL_CHUNK_ACTIVATIONS // policy.width)
+        for start in range(0, len(tasks), chunk):
             episodes = [Episode.start(specs[task["env_id"]], task, episode_seed, policy.leak_primitive_role)
-                        for task, episode_seed in zip(tasks[start:start + EVAL_CHUNK], seeds[start:start + EVAL_CHUNK])]
+                        for task, episode_seed in zip(tasks[start:start + chunk], seeds[start:start + chunk])]
             rollout(policy, episodes, action_rng)
             records += [episode.record() for episode in episodes]
     return records

@@ -372,12 +372,12 @@ def _step(policy: ToolPointer, optimizer: Adam, max_grad_norm: float) -> float:
     return grad_norm
 
 
-GRPO_CHUNK_CANDIDATES = 16384
-"""Candidate rows (whole episodes, at least one) per forward/backward in a GRPO step: gradients
-accumulate, so the autograd graph of one chunk, not of the whole update, is held in memory. The
-graph grows with the candidates scored, not the steps: a default update scores at most about
-17,000 (one chunk), one of 64 rollouts per task up to 140,000, which in 256-step chunks took a
-train job past 500 MB."""
+GRPO_CHUNK_ACTIVATIONS = 16384 * 64
+"""Candidate rows x policy width (whole episodes, at least one) per forward/backward in a GRPO
+step: gradients accumulate, so the autograd graph of one chunk, not of the whole update, is held
+in memory, and that graph grows with the candidates scored times the width, not with the steps.
+A default update (width 64) scores at most about 17,000 candidates, so it is one chunk; one of 64
+rollouts per task scores up to 140,000, which in 256-step chunks took a train job past 500 MB."""
 
 
 def _chunks(episodes: Sequence[Episode], indices: Sequence[int], candidates: int) -> list[list[int]]:
@@ -409,7 +409,7 @@ def grpo_update(policy: ToolPointer, reference: ToolPointer | None, optimizer: A
     out["gradient_steps"] = sum(len(episodes[b].actions) for b in needed)
     if not needed:
         return out
-    for chunk in _chunks(episodes, needed, GRPO_CHUNK_CANDIDATES):
+    for chunk in _chunks(episodes, needed, GRPO_CHUNK_ACTIVATIONS // policy.width):
         rows = torch.tensor(chunk)
         share = {"token-mean": float(mask[rows].sum() / mask.sum()),
                  "seq-mean-token-sum-norm": 1.0}.get(s.loss_agg_mode, len(chunk) / len(episodes))
