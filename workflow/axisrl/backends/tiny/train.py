@@ -381,8 +381,8 @@ rollouts per task scores up to 140,000, which in 256-step chunks took a train jo
 
 
 def _chunks(episodes: Sequence[Episode], indices: Sequence[int], candidates: int) -> list[list[int]]:
-    """``indices`` in order, cut into runs of at most ``candidates`` candidate rows (a decision
-    shared within a run is counted once per episode, so the bound errs on the small side)."""
+    """``indices`` in order, cut into runs of at most ``candidates`` candidate rows (a decision that
+    several episodes share is counted for each of them, so a run scores no more than that)."""
     chunks: list[list[int]] = [[]]
     size = 0
     for b in indices:
