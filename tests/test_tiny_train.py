@@ -271,14 +271,20 @@ def test_a_grpo_update_in_chunks_accumulates_the_gradient_of_one_pass(pool, monk
     rollout(policy, episodes, np.random.default_rng(0))
     group = torch.arange(16).repeat_interleave(settings.group_size)
     assert len({e.partial for e in episodes}) > 1  # some advantages are not zero
+    horizon = max(spec["max_steps"] for spec in specs.by_id.values())
     gradients = {}
     for budget in (10**9, 1):
+        taken: list[list[torch.Tensor]] = []
+
+        def record(model, *_):  # the accumulated gradient, instead of the optimiser step
+            taken.append([p.grad.clone() for p in model.parameters() if p.grad is not None])
+            return 0.0
+
         monkeypatch.setattr(train_module, "GRPO_CHUNK_ACTIVATIONS", budget)
-        monkeypatch.setattr(train_module, "_step", lambda model, *_: gradients.setdefault(
-            budget, [p.grad.clone() for p in model.parameters() if p.grad is not None]) and 0.0)
-        out = train_module.grpo_update(policy, reference, None, episodes, group, settings, horizon=10)
+        monkeypatch.setattr(train_module, "_step", record)
+        out = train_module.grpo_update(policy, reference, None, episodes, group, settings, horizon)
         policy.zero_grad()
-        gradients[budget] = (out, gradients[budget])
+        gradients[budget] = (out, taken[0])
     (whole, whole_grads), (chunked, chunked_grads) = gradients[10**9], gradients[1]
     assert chunked["loss"] == pytest.approx(whole["loss"], rel=1e-5, abs=1e-7)
     assert chunked["kl"] == pytest.approx(whole["kl"], rel=1e-5, abs=1e-7) and whole["kl"] != 0
