@@ -106,8 +106,9 @@ def fit_power(x: np.ndarray, loss: np.ndarray, var_loss: np.ndarray) -> Exponent
     half = _t_quantile(dof) * se_known_variance * np.sqrt(max(1.0, chi2 / dof))
     alpha = -float(params[1])
     centered_tss = np.sum(weight * (log_loss - np.average(log_loss, weights=weight)) ** 2)
-    return ExponentFit(alpha, alpha - half, alpha + half, None, float(np.exp(params[0])),
-                       chi2, dof, float(1 - chi2 / centered_tss))
+    with np.errstate(divide="ignore", invalid="ignore"):  # a flat resample: R^2 undefined, as in statsmodels
+        r_squared = float(1 - chi2 / centered_tss)
+    return ExponentFit(alpha, alpha - half, alpha + half, None, float(np.exp(params[0])), chi2, dof, r_squared)
 
 
 def floor_profile(alphas: np.ndarray, x: np.ndarray, loss: np.ndarray, weight: np.ndarray
