@@ -102,9 +102,13 @@ def test_divergence_ends_the_run_with_status_failed(pool, monkeypatch):
 
 def test_checkpoint_round_trip_and_evaluation_records(pool, tmp_path):
     result = tiny.train(pool.envs, pool.tasks, quick(updates=1), seed=0)
-    tiny.save_checkpoint(result, tmp_path / "policy.pt")
-    policy = tiny.load_policy(tmp_path / "policy.pt")
+    other = tiny.train(pool.envs, pool.tasks, quick(updates=1), seed=1)
+    tiny.save_checkpoints({0: tiny.checkpoint(result), 1: tiny.checkpoint(other)}, tmp_path / "policies.pt")
+    policy = tiny.load_policy(tmp_path / "policies.pt", seed=0)
     assert train_module.param_hash(policy) == result.param_hash
+    assert train_module.param_hash(tiny.load_policy(tmp_path / "policies.pt", seed=1)) == other.param_hash != result.param_hash
+    with pytest.raises(KeyError, match="not seed 2"):
+        tiny.load_policy(tmp_path / "policies.pt", seed=2)
     records = tiny.evaluate(policy, pool.heldout_envs, pool.heldout_tasks, seed=0)
     assert [r["task_id"] for r in records] == [t["task_id"] for t in pool.heldout_tasks]
     assert all(set(r) == RECORD_KEYS and 1 <= r["steps"] <= 10 for r in records)

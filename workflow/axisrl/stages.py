@@ -298,7 +298,8 @@ def train(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, str
     process start and the torch import (about 3 s) are paid once per grid point, not once per
     seed and stage."""
     _single_thread_torch()
-    from axisrl.backends.tiny import TrainSettings, evaluate, load_policy, save_checkpoint, train as train_policy
+    from axisrl.backends.tiny import TrainSettings, checkpoint, evaluate, policy_of, save_checkpoints
+    from axisrl.backends.tiny import train as train_policy
     from axisrl.datasets import select_training_data
 
     design = settings["design"]
@@ -311,8 +312,8 @@ def train(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, str
     backend = TrainSettings.from_dict(backend_settings(settings["train"], design))
     horizon = float(np.mean([json.loads(spec)["max_steps"] for spec in envs["spec"]]))
     effective = effective_d_task(tasks)
-    metrics, runs, episodes = [], [], []
-    for seed, run, checkpoint in zip(settings["seeds"], settings["run_keys"], outputs["checkpoints"]):
+    metrics, runs, episodes, checkpoints = [], [], [], {}
+    for seed, run in zip(settings["seeds"], settings["run_keys"]):
         log.info("train %s seed %d: %d envs, %d tasks", run, seed, envs.height, tasks.height)
         result = train_policy(envs.to_dicts(), tasks.to_dicts(), backend, seed, synthetic=synthetic,
                               progress=lambda row: log.info("update %(update)d reward %(reward_mean).3f", row))
@@ -324,10 +325,11 @@ def train(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, str
                      "param_hash": result.param_hash,
                      "train_success": float(np.mean([row["success_mean"] for row in tail])) if tail else None,
                      **result.compute, **cost_drivers(result.compute, result.timings, horizon), **effective})
-        save_checkpoint(result, checkpoint)
-        rows = evaluate(load_policy(checkpoint), heldout_envs, heldout_tasks, settings["evaluate"]["seed"])
+        checkpoints[seed] = checkpoint(result)
+        rows = evaluate(policy_of(checkpoints[seed]), heldout_envs, heldout_tasks, settings["evaluate"]["seed"])
         episodes += [{"run_key": run, "seed": seed, **row} for row in rows]
         log.info("evaluate %s: %d held-out episodes, success %.3f", run, len(rows), np.mean([r["success"] for r in rows]))
+    save_checkpoints(checkpoints, outputs["policies"])
     write_artifact(pl.DataFrame(metrics, infer_schema_length=None), outputs["metrics"], spec)
     write_artifact(pl.DataFrame(runs, infer_schema_length=None), outputs["runs"], spec)
     write_artifact(pl.DataFrame(episodes, infer_schema_length=None), outputs["episodes"], spec)

@@ -22,10 +22,7 @@ if TRAIN_BACKEND == "tiny":
             metrics=f"{RESULTS}/train/{{train_key}}/metrics.parquet",
             runs=f"{RESULTS}/train/{{train_key}}/runs.parquet",
             episodes=f"{RESULTS}/train/{{train_key}}/episodes.parquet",
-            checkpoints=expand(
-                f"{RESULTS}/train/{{{{train_key}}}}/policy_seed{{seed}}.pt",
-                seed=CONFIG["study"]["seeds"],
-            ),
+            policies=f"{RESULTS}/train/{{train_key}}/policies.pt",
         log:
             f"{RESULTS}/logs/train/{{train_key}}.log",
         benchmark:

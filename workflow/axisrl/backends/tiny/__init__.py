@@ -3,17 +3,17 @@
     result = train(envs, tasks, TrainSettings(algo="grpo", width=64), seed=0)
     # or with synthetic trajectories in its GRPO groups (SWiRL-like replays or DreamGym-like simulation):
     result = train(envs, tasks, settings, seed=0, synthetic=SyntheticTrajectories(4, replay=rows_by_task))
-    save_checkpoint(result, "policy.pt")
-    episodes = evaluate(load_policy("policy.pt"), heldout_envs, heldout_tasks, seed=0)
+    save_checkpoints({0: checkpoint(result)}, "policies.pt")
+    episodes = evaluate(load_policy("policies.pt", seed=0), heldout_envs, heldout_tasks, seed=0)
 
 The caller pins threads (``OMP_NUM_THREADS=1`` before importing torch, ``torch.set_num_threads(1)``);
 this package never changes them. Reference notes: ``shared/reference/tiny-backend.md``.
 """
 
-from axisrl.backends.tiny.checkpoint import load_policy, save_checkpoint
+from axisrl.backends.tiny.checkpoint import checkpoint, load_policy, policy_of, save_checkpoints
 from axisrl.backends.tiny.evaluate import baseline_episodes, evaluate
 from axisrl.backends.tiny.policy import ToolPointer
 from axisrl.backends.tiny.train import SyntheticTrajectories, TrainResult, TrainSettings, make_policy, train
 
-__all__ = ["SyntheticTrajectories", "ToolPointer", "TrainResult", "TrainSettings", "baseline_episodes", "evaluate",
-           "load_policy", "make_policy", "save_checkpoint", "train"]
+__all__ = ["SyntheticTrajectories", "ToolPointer", "TrainResult", "TrainSettings", "baseline_episodes", "checkpoint",
+           "evaluate", "load_policy", "make_policy", "policy_of", "save_checkpoints", "train"]
