@@ -320,3 +320,21 @@ def test_tables_19_and_21_mark_an_axis_the_law_gives_no_effect_as_not_identified
         assert not table["identified_width"].any() and table["identified_width"].null_count() == 0
         assert table["identified_d_env"].all() and table["identified_d_task"].all()
         assert table["identified_d_traj"].is_null().all()  # held at the centre: not a law axis, as in Table 20
+
+
+def test_default_cost_model_does_not_move_with_measured_wall_times(schema):
+    """Two studies with identical runs measure different seconds and utilisation (wall clock); with
+    the default coefficients the recipe's cost model, and so the designs it plans, are the same.
+    A null coefficient still takes the study's measurement."""
+    from axisrl.config import validate_config
+    from axisrl.recipe.study import cost_model
+
+    settings = validate_config({}, schema)["recipe"]["cost"]["toolworld"]
+    counts = {"rollout_steps_per_trajectory": 6.76, "failed_rollout_fraction": 0.548, "flops_per_width2_step": 412.0}
+    fast = {**counts, "env_seconds_per_call": 1.80e-5, "verifier_seconds_per_trajectory": 1.12e-5, "utilization": 0.353}
+    slow = {**counts, "env_seconds_per_call": 2.5e-5, "verifier_seconds_per_trajectory": 2.0e-5, "utilization": 0.30}
+    assert cost_model(settings, fast) == cost_model(settings, slow)
+    assert cost_model(settings, fast).steps_per_rollout == 6.76  # count drivers stay measured
+
+    measured = cost_model({**settings, "env_seconds_per_call": None, "utilization": None}, slow)
+    assert (measured.env_seconds_per_call, measured.utilization) == (2.5e-5, 0.30)

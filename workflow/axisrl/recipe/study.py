@@ -8,7 +8,8 @@ Compute is priced in FLOPs for the embedded study: the tiny backend counts the F
 it processes, and wall time is never compute (``reference/tiny-backend.md``). The measured
 drivers of Table 18 (env steps per trajectory, env and verifier seconds, failed-rollout fraction,
 utilisation, FLOPs per width^2 per env step) fill every coefficient the config leaves null; env
-and verifier seconds become FLOP-equivalents at ``c_second`` FLOPs per second.
+and verifier seconds become FLOP-equivalents at ``c_second`` FLOPs per second. The wall-time
+drivers vary between identical studies, so the default config pins them (schema.yaml).
 """
 
 from __future__ import annotations
