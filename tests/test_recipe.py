@@ -323,7 +323,7 @@ def test_tables_19_and_21_mark_an_axis_the_law_gives_no_effect_as_not_identified
 
 
 def test_default_cost_model_does_not_move_with_measured_wall_times(schema):
-    """Two studies with identical runs measure different seconds and utilisation (wall clock); with
+    """Two studies with identical runs measure different seconds and utilization (wall clock); with
     the default coefficients the recipe's cost model, and so the designs it plans, are the same.
     A null coefficient still takes the study's measurement."""
     from axisrl.config import validate_config
