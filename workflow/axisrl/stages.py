@@ -298,8 +298,7 @@ def train(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, str
     process start and the torch import (about 3 s) are paid once per grid point, not once per
     seed and stage."""
     _single_thread_torch()
-    from axisrl.backends.tiny import TrainSettings, checkpoint, evaluate, policy_of, save_checkpoints
-    from axisrl.backends.tiny import train as train_policy
+    from axisrl.backends.tiny import TrainSettings, checkpoint, evaluate, policy_of, save_checkpoints, train as train_policy
     from axisrl.datasets import select_training_data
 
     design = settings["design"]
