@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -35,11 +36,13 @@ def copy_workflow(dest: Path) -> Path:
     return dest
 
 
-def snakemake(workdir: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-    """Run the real Snakemake CLI in ``workdir``; output (Snakemake logs to stdout) is returned."""
+def snakemake(workdir: Path, *args: str, check: bool = True, env: dict[str, str] | None = None
+              ) -> subprocess.CompletedProcess:
+    """Run the real Snakemake CLI in ``workdir`` (``env``: extra environment variables); output
+    (Snakemake logs to stdout) is returned."""
     cmd = [sys.executable, "-m", "snakemake", "--directory", str(workdir), "--snakefile",
            str(workdir / "Snakefile"), *args]
-    done = subprocess.run(cmd, capture_output=True, text=True, cwd=workdir)
+    done = subprocess.run(cmd, capture_output=True, text=True, cwd=workdir, env={**os.environ, **(env or {})})
     if check and done.returncode != 0:
         raise AssertionError(f"snakemake {' '.join(args)} failed:\n{done.stdout}\n{done.stderr}")
     return done

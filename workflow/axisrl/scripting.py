@@ -1,33 +1,53 @@
 """Run a stage function for a Snakemake ``script:`` job: log to the job's log, fail in one line.
 
 The only module that touches the ``snakemake`` object, and only through duck typing, so the
-stages stay free of Snakemake and the scripts in ``workflow/scripts/`` stay one call long.
+stages stay free of Snakemake and the scripts in ``workflow/scripts/`` stay one call long. The
+scripts name their stage instead of importing it, so a job the warm server runs (``axisrl.warm``)
+imports nothing heavy in its own process.
 """
 
 from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import Callable
+from collections.abc import Mapping
 from typing import Any
 
-from axisrl.artifacts import ArtifactError
-from axisrl.datasets import PoolTooSmall
+from axisrl import warm
+
+CALL_STAGE = "axisrl.scripting:call_stage"
 
 
-def run_stage(job: Any, stage: Callable[..., None]) -> None:
-    """Call ``stage(spec, settings, inputs, outputs)`` with the job's named params and files."""
-    logging.basicConfig(
-        level=logging.INFO,
-        format="%(asctime)s %(levelname)s %(message)s",
-        handlers=[logging.FileHandler(job.log[0], mode="w"), logging.StreamHandler(sys.stderr)],
-        force=True,
-    )
+def run_stage(job: Any, stage: str) -> None:
+    """Call ``axisrl.stages.<stage>(spec, settings, inputs, outputs)`` with the job's named params
+    and files: in a child of the warm server when one answers, else in this process."""
+    args = (stage, job.params.spec, job.params.settings, _files(job.input), _files(job.output))
+    if warm.enabled(job.threads):
+        status = warm.run(CALL_STAGE, args, job.log[0])
+        if status:
+            sys.exit(status)
+        if status is not None:
+            return
+    warm.run_here(CALL_STAGE, args, job.log[0])
+
+
+def call_stage(stage: str, spec: Any, settings: Mapping[str, Any], inputs: Mapping[str, Any],
+               outputs: Mapping[str, Any]) -> None:
+    """``axisrl.stages.<stage>``; a bad input ends the job with one error line, not a traceback."""
+    from axisrl import stages
+    from axisrl.artifacts import ArtifactError
+    from axisrl.datasets import PoolTooSmall
+
     try:
-        stage(job.params.spec, job.params.settings, dict(job.input.items()), dict(job.output.items()))
+        getattr(stages, stage)(spec, settings, inputs, outputs)
     except (ArtifactError, PoolTooSmall) as exc:
         logging.getLogger("axisrl").error("%s", exc)
         sys.exit(1)
     except Exception:
         logging.getLogger("axisrl").exception("stage failed")
         raise
+
+
+def _files(files: Any) -> dict[str, Any]:
+    """Named files as plain strings and lists (a Snakemake ``Namedlist`` would need Snakemake to unpickle)."""
+    return {name: list(value) if isinstance(value, list) else value for name, value in files.items()}

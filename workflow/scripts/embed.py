@@ -1,4 +1,3 @@
 from axisrl.scripting import run_stage
-from axisrl.stages import embed
 
-run_stage(snakemake, embed)
+run_stage(snakemake, "embed")

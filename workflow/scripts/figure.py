@@ -1,4 +1,3 @@
 from axisrl.scripting import run_stage
-from axisrl.stages import figure
 
-run_stage(snakemake, figure)
+run_stage(snakemake, "figure")

@@ -1,4 +1,3 @@
 from axisrl.scripting import run_stage
-from axisrl.stages import plan
 
-run_stage(snakemake, plan)
+run_stage(snakemake, "plan")

@@ -1,4 +1,3 @@
 from axisrl.scripting import run_stage
-from axisrl.stages import pricing
 
-run_stage(snakemake, pricing)
+run_stage(snakemake, "pricing")

@@ -1,4 +1,3 @@
 from axisrl.scripting import run_stage
-from axisrl.stages import recipe
 
-run_stage(snakemake, recipe)
+run_stage(snakemake, "recipe")

@@ -1,4 +1,3 @@
 from axisrl.scripting import run_stage
-from axisrl.stages import validate
 
-run_stage(snakemake, validate)
+run_stage(snakemake, "validate")
