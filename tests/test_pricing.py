@@ -149,3 +149,22 @@ def test_a_source_without_real_baseline_gets_a_row_that_says_so():
     row = price(runs, points, {}, n_boot=20)["pricing"].row(0, named=True)
     assert row["kappa_status"] == "no real-only baseline" and row["kappa"] is None
     assert "no real-only baseline" in row["collapse_status"]
+
+
+
+@pytest.mark.parametrize("s", [[1.0, 1.0, 1.0, 1.0, 0.2, 0.2, 0.2],  # a step: the slope's bound binds
+                               [1.0, 0.97, 0.9, 0.75, 0.55, 0.45, 0.42]])
+def test_the_bootstraps_fast_fit_agrees_with_the_polished_point_fit(s):
+    """Replicates are fitted by Levenberg-Marquardt through a logistic substitution, point estimates
+    are then polished by the bounded trust region: both stay in the box and fit equally well."""
+    from axisrl.pricing import _SLOPE_BOUNDS, _fit_logistic, logistic
+
+    ratio, s = np.array([0.25, 0.5, 1, 2, 4, 8, 16]), np.array(s)
+    start = [np.array([0.5, 0.5, 2.0, 0.0])]
+    fits = [_fit_logistic(ratio, s, np.full_like(s, 0.02), start, polish=p) for p in (False, True)]
+    costs = []
+    for lower, drop, slope, log_mid in fits:
+        assert lower >= 0.0 and drop >= 0.0 and _SLOPE_BOUNDS[0] <= slope <= _SLOPE_BOUNDS[1]
+        costs.append(float(np.sum((logistic(ratio, lower, lower + drop, slope, np.exp(log_mid)) - s) ** 2)))
+    assert costs[1] <= costs[0] + 1e-9
+    assert costs[0] == pytest.approx(costs[1], abs=1e-6)

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
-from scipy import optimize
+from scipy import optimize, special
 
 from axisrl.laws.axis import LEVEL, fit_power
 from axisrl.laws.data import clipped_loss, point_statistics
@@ -190,9 +190,10 @@ def _normalised(ratio: np.ndarray, successes: np.ndarray, trials: np.ndarray
     return grid[1:], s, s * np.sqrt(rel_var[1:] + rel_var[0])
 
 
-def _fit_logistic(ratio: np.ndarray, s: np.ndarray, sd: np.ndarray, starts: Sequence[np.ndarray]
-                  ) -> np.ndarray:
-    """Bounded WLS fit of ``(lower, drop = upper - lower, slope, log r_mid)``; best of ``starts``.
+def _fit_logistic(ratio: np.ndarray, s: np.ndarray, sd: np.ndarray, starts: Sequence[np.ndarray],
+                  polish: bool = False) -> np.ndarray:
+    """Bounded WLS fit of ``(lower, drop = upper - lower, slope, log r_mid)``; best of ``starts``
+    (``polish``: see ``_fit_in_box``).
 
     ``drop >= 0`` and ``slope > 0`` keep the curve non-increasing, so "crossing going down" is unique.
     """
@@ -211,10 +212,36 @@ def _fit_logistic(ratio: np.ndarray, s: np.ndarray, sd: np.ndarray, starts: Sequ
         return np.column_stack([np.ones_like(g), g, -drop * u * g * g * (log_r - log_mid),
                                 drop * u * g * g * slope]) / sd[:, None]
 
-    fits = [optimize.least_squares(residual, np.clip(x0, bounds[0], bounds[1]), jac=jacobian, bounds=bounds,
-                                   x_scale="jac", ftol=1e-6, xtol=1e-6)
-            for x0 in starts]
-    return min(fits, key=lambda f: f.cost).x
+    return _fit_in_box(residual, jacobian, starts, bounds, polish)
+
+
+def _fit_in_box(residual: Callable[[np.ndarray], np.ndarray], jacobian: Callable[[np.ndarray], np.ndarray],
+                starts: Sequence[np.ndarray], bounds: np.ndarray, polish: bool) -> np.ndarray:
+    """Least squares inside the box ``bounds`` (rows: lower, upper), best of ``starts``: MINPACK's
+    Levenberg-Marquardt on ``u`` with ``theta = lower + (upper - lower) * expit(u)``. The bootstrap
+    repeats these fits thousands of times, and this takes about a fifth of the time of scipy's
+    bounded trust region. The substitution reaches a bound only asymptotically, so a point estimate
+    is ``polish``-ed by the bounded trust region from the best start."""
+    lower, span = bounds[0], bounds[1] - bounds[0]
+
+    def theta_of(u: np.ndarray) -> np.ndarray:
+        return lower + span * special.expit(u)
+
+    def jacobian_of_u(u: np.ndarray) -> np.ndarray:
+        e = special.expit(u)
+        return jacobian(theta_of(u)) * (span * e * (1.0 - e))
+
+    best, best_cost = None, np.inf
+    for x0 in starts:
+        u0 = special.logit(np.clip((np.asarray(x0, dtype=float) - lower) / span, 1e-9, 1.0 - 1e-9))
+        fit = optimize.least_squares(lambda u: residual(theta_of(u)), u0, jac=jacobian_of_u, method="lm",
+                                     x_scale="jac", ftol=1e-6, xtol=1e-6)
+        if fit.cost < best_cost:
+            best, best_cost = theta_of(fit.x), fit.cost
+    if not polish:
+        return best
+    return optimize.least_squares(residual, best, jac=jacobian, bounds=bounds, x_scale="jac", ftol=1e-6,
+                                  xtol=1e-6).x
 
 
 def _crossing(theta: np.ndarray, level: float, r_min: float, r_max: float) -> float:
@@ -247,7 +274,7 @@ def fit_collapse(curve: pl.DataFrame, threshold: float = 0.95, n_boot: int = 100
     grid, s, sd = _normalised(ratio, k, n)
     log_r = np.log(grid)
     starts = [np.array([s.min(), max(s[:2].max() - s.min(), 0.01), 2.0, m]) for m in log_r[1:-1:2]]
-    theta = _fit_logistic(grid, s, sd, starts)
+    theta = _fit_logistic(grid, s, sd, starts, polish=True)
 
     criteria = {"threshold": threshold, "baseline": 1.0}
     groups, rng = _groups(ratio), np.random.default_rng(seed)
@@ -287,7 +314,8 @@ def mixing_loss(ratio: np.ndarray, law: RealLaw, real_amount: float, kappa0: flo
 def _peak(law: RealLaw, ratio: np.ndarray, successes: np.ndarray, trials: np.ndarray, real_amount: float,
           r_min: float, r_max: float, starts: Sequence[np.ndarray] | None = None) -> tuple[float, np.ndarray]:
     """Ratio of the lowest loss of the fitted mixing law over the sampled range (``-inf``/``+inf`` when
-    it sits at the smallest/largest sampled ratio: the peak is not resolved there), and the fit."""
+    it sits at the smallest/largest sampled ratio: the peak is not resolved there), and the fit.
+    Without ``starts``: the point estimate, from four starts and polished (``_fit_in_box``)."""
     grid, index = np.unique(ratio, return_inverse=True)
     stats = point_statistics(index, successes, trials, len(grid))
     sd = np.sqrt(np.maximum(stats.var_loss, 1e-12))
@@ -307,14 +335,13 @@ def _peak(law: RealLaw, ratio: np.ndarray, successes: np.ndarray, trials: np.nda
                                 slope * kappa0 * (1.0 - decay - grid / r_s * decay),
                                 harm_term, harm * harm_term * log_grid]) / sd[:, None]
 
-    if starts is None:
+    polish = starts is None
+    if polish:
         starts = [np.array([k0, 4.0, hh, 1.0]) for k0 in (0.2, 1.0) for hh in (1e-3, 0.05)]
-    fit = min((optimize.least_squares(residual, x0, jac=jacobian, bounds=_HARM_BOUNDS, x_scale="jac", ftol=1e-6,
-                                      xtol=1e-6) for x0 in starts),
-              key=lambda f: f.cost)
+    theta = _fit_in_box(residual, jacobian, starts, _HARM_BOUNDS, polish)
     dense = np.exp(np.linspace(np.log(r_min), np.log(r_max), 401))
-    best = int(np.argmin(mixing_loss(dense, law, real_amount, *fit.x)))
-    return (-np.inf if best == 0 else np.inf if best == len(dense) - 1 else float(dense[best])), fit.x
+    best = int(np.argmin(mixing_loss(dense, law, real_amount, *theta)))
+    return (-np.inf if best == 0 else np.inf if best == len(dense) - 1 else float(dense[best])), theta
 
 
 def fit_peak(real: pl.DataFrame, curve: pl.DataFrame, axis: str, real_amount: float, n_boot: int = 1000,
