@@ -231,13 +231,11 @@ def _fit_in_box(residual: Callable[[np.ndarray], np.ndarray], jacobian: Callable
         e = special.expit(u)
         return jacobian(theta_of(u)) * (span * e * (1.0 - e))
 
-    best, best_cost = None, np.inf
-    for x0 in starts:
-        u0 = special.logit(np.clip((np.asarray(x0, dtype=float) - lower) / span, 1e-9, 1.0 - 1e-9))
-        fit = optimize.least_squares(lambda u: residual(theta_of(u)), u0, jac=jacobian_of_u, method="lm",
-                                     x_scale="jac", ftol=1e-6, xtol=1e-6)
-        if fit.cost < best_cost:
-            best, best_cost = theta_of(fit.x), fit.cost
+    fits = [optimize.least_squares(lambda u: residual(theta_of(u)), u0, jac=jacobian_of_u, method="lm",
+                                   x_scale="jac", ftol=1e-6, xtol=1e-6)
+            for u0 in (special.logit(np.clip((np.asarray(x0, dtype=float) - lower) / span, 1e-9, 1.0 - 1e-9))
+                       for x0 in starts)]
+    best = theta_of(min(fits, key=lambda f: f.cost).x)
     if not polish:
         return best
     return optimize.least_squares(residual, best, jac=jacobian, bounds=bounds, x_scale="jac", ftol=1e-6,
