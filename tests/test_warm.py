@@ -26,6 +26,7 @@ def note(path: str, seconds: float = 0.0) -> None:
 
 
 def fail(code: int | None) -> None:
+    """A job that raises (``code`` None) or exits with ``code``."""
     if code is None:
         raise ValueError("a broken job")
     sys.exit(code)
@@ -66,6 +67,7 @@ def test_failures_come_back_as_exit_status_with_the_traceback(server, capfd):
     assert warm.run(f"{__name__}:fail", (None,), "job.log") == 1
     assert "ValueError: a broken job" in capfd.readouterr().err
     assert warm.run(f"{__name__}:fail", (3,), "job.log") == 3
+    assert warm.run(f"{__name__}:fail", (0,), "job.log") == 0
 
 
 def test_a_killed_client_takes_its_job_along(server, tmp_path):

@@ -186,8 +186,8 @@ def _child(conn: socket.socket) -> None:
         threading.Thread(target=_end_with_client, args=(conn,), daemon=True).start()
         run_here(request["target"], request["args"], request["log"])
         status = 0
-    except SystemExit as exc:
-        status = exc.code if isinstance(exc.code, int) else 1
+    except SystemExit as exc:  # as Python exits: None is success, any other non-integer a failure
+        status = 0 if exc.code is None else exc.code if isinstance(exc.code, int) else 1
     except BaseException:
         traceback.print_exc()
     finally:
