@@ -4,9 +4,10 @@ Run: python bench/bench_dryrun.py [--side 50] [--repeats 3]
 
 The plan is the default study plus an interaction grid of side x side grid points (d_env = 1..side,
 d_task = side..2*side-1, so every point is valid) at 2 seeds: one train job per point (it trains and
-evaluates both seeds), so the DAG has half as many jobs as the plan has runs. The workflow is copied to a temporary
-folder, so nothing under results/ is touched. Timed: the whole `snakemake -n -q` process (config
-validation, plan, keys, DAG).
+evaluates both seeds), so the DAG has half as many jobs as the plan has runs. The workflow (with its
+default profile) is copied to a temporary folder, so nothing under results/ is touched. Timed: the
+whole `snakemake -n -q` process (config validation, plan, keys, DAG), and the whole `snakemake -n`
+process, which also prints every job.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        for name in ("Snakefile", "config", "workflow", "envs"):
+        for name in ("Snakefile", "config", "workflow", "envs", "profiles"):
             source = ROOT / name
             (shutil.copytree if source.is_dir() else shutil.copy)(source, work / name)
         overlay = {"study": {"seeds": [0, 1], "families": {"interaction": {
@@ -38,12 +39,14 @@ def main() -> None:
             "synthesize": {"placebo_contents": 32}}
         (work / "big.yaml").write_text(yaml.safe_dump(overlay))
         for repeat in range(args.repeats):
-            started = time.perf_counter()
-            done = subprocess.run(["snakemake", "-n", "--cores", "2", "--configfile", "big.yaml"], cwd=work,
-                                  capture_output=True, text=True, check=True)
-            seconds = time.perf_counter() - started
-            stats = [line for line in done.stdout.splitlines() if line.strip().startswith(("train ", "total "))]
-            print(f"repeat {repeat}: {seconds:.2f} s; " + "; ".join(" ".join(line.split()) for line in stats))
+            for quiet in (["-q"], []):
+                started = time.perf_counter()
+                done = subprocess.run(["snakemake", "-n", *quiet, "--cores", "2", "--configfile", "big.yaml"],
+                                      cwd=work, capture_output=True, text=True, check=True)
+                seconds = time.perf_counter() - started
+                stats = [line for line in done.stdout.splitlines() if line.strip().startswith(("train ", "total "))]
+                print(f"repeat {repeat}, snakemake -n {' '.join(quiet)}: {seconds:.2f} s; "
+                      + "; ".join(" ".join(line.split()) for line in stats[:2]))
         plan = subprocess.run(["python", "-c", PLAN_SIZE], cwd=work, capture_output=True, text=True, check=True)
         print(plan.stdout.strip())
 

@@ -116,6 +116,20 @@ def test_checkpoint_round_trip_and_evaluation_records(pool, tmp_path):
     assert records == tiny.evaluate(policy, pool.heldout_envs, pool.heldout_tasks, seed=0)
 
 
+def test_shared_heldout_starts_play_like_fresh_ones(pool):
+    """A train job evaluates its seeds on one set of started held-out episodes, forked per policy:
+    each policy's records must be those of its own fresh evaluation, whatever was played before."""
+    policies = [tiny.policy_of(tiny.checkpoint(tiny.train(pool.envs, pool.tasks, quick(updates=1), seed=seed)))
+                for seed in (0, 1)]
+    starts = tiny.HeldoutStarts(pool.heldout_envs, pool.heldout_tasks, seed=0, leak_primitive_role=False)
+    shared = [tiny.evaluate(p, pool.heldout_envs, pool.heldout_tasks, seed=0, starts=starts) for p in policies * 2]
+    fresh = [tiny.evaluate(p, pool.heldout_envs, pool.heldout_tasks, seed=0) for p in policies]
+    assert shared == fresh * 2 and fresh[0] != fresh[1]
+    leaky = tiny.make_policy(quick(leak_primitive_role=True))
+    with pytest.raises(ValueError, match="leak_primitive_role"):
+        tiny.evaluate(leaky, pool.heldout_envs, pool.heldout_tasks, seed=0, starts=starts)
+
+
 def test_the_memoriser_replays_training_solutions_and_random_acts_uniformly(pool):
     """On its own training tasks the memoriser replays the solutions (except calls the compact view
     cannot offer, e.g. an increment whose delta was never read); random rarely succeeds."""

@@ -9,6 +9,7 @@ imports nothing heavy in its own process.
 from __future__ import annotations
 
 import logging
+import os
 import sys
 from collections.abc import Mapping
 from typing import Any
@@ -16,11 +17,16 @@ from typing import Any
 from axisrl import warm
 
 CALL_STAGE = "axisrl.scripting:call_stage"
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 
 
 def run_stage(job: Any, stage: str) -> None:
     """Call ``axisrl.stages.<stage>(spec, settings, inputs, outputs)`` with the job's named params
-    and files: in a child of the warm server when one answers, else in this process."""
+    and files: in a child of the warm server when one answers, else in this process. Math libraries
+    get the job's ``threads`` unless the environment already says otherwise: torch would otherwise
+    take every core of the machine, whatever the job claimed."""
+    for name in THREAD_VARIABLES:
+        os.environ.setdefault(name, str(job.threads))
     args = (stage, job.params.spec, job.params.settings, _files(job.input), _files(job.output))
     if warm.enabled(job.threads):
         status = warm.run(CALL_STAGE, args, job.log[0])

@@ -320,7 +320,8 @@ def train(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, str
     seed and stage."""
     _single_thread_torch()
     _keep_buffers_on_the_heap(settings["design"]["width"])
-    from axisrl.backends.tiny import TrainSettings, checkpoint, evaluate, policy_of, save_checkpoints, train as train_policy
+    from axisrl.backends.tiny import (HeldoutStarts, TrainSettings, checkpoint, evaluate, policy_of, save_checkpoints,
+                                      train as train_policy)
     from axisrl.datasets import select_training_data
 
     design = settings["design"]
@@ -334,6 +335,7 @@ def train(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, str
     horizon = float(np.mean([json.loads(spec)["max_steps"] for spec in envs["spec"]]))
     effective = effective_d_task(tasks)
     metrics, runs, episodes, checkpoints = [], [], [], {}
+    starts = HeldoutStarts(heldout_envs, heldout_tasks, settings["evaluate"]["seed"], backend.leak_primitive_role)
     for seed, run in zip(settings["seeds"], settings["run_keys"]):
         log.info("train %s seed %d: %d envs, %d tasks", run, seed, envs.height, tasks.height)
         result = train_policy(envs.to_dicts(), tasks.to_dicts(), backend, seed, synthetic=synthetic,
@@ -347,7 +349,8 @@ def train(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, str
                      "train_success": float(np.mean([row["success_mean"] for row in tail])) if tail else None,
                      **result.compute, **cost_drivers(result.compute, result.timings, horizon), **effective})
         checkpoints[seed] = checkpoint(result)
-        rows = evaluate(policy_of(checkpoints[seed]), heldout_envs, heldout_tasks, settings["evaluate"]["seed"])
+        rows = evaluate(policy_of(checkpoints[seed]), heldout_envs, heldout_tasks, settings["evaluate"]["seed"],
+                        starts=starts)
         episodes += [{"run_key": run, "seed": seed, **row} for row in rows]
         log.info("evaluate %s: %d held-out episodes, success %.3f", run, len(rows), np.mean([r["success"] for r in rows]))
     save_checkpoints(checkpoints, outputs["policies"])

@@ -67,7 +67,9 @@ rule dedup_sources:
     priority: 10  # mixture train jobs wait on it: start it before the real ones
     conda:
         "../../envs/core.yaml"
-    threads: 2
+    # One thread: real-pool train jobs take the other core meanwhile. Its embeddings come out
+    # bitwise the same at 1 and 2 threads, and 2 threads embed only 1.56x faster (bench/README.md).
+    threads: 1
     resources:
         mem_mb=4000,
         runtime=30,

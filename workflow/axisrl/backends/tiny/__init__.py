@@ -11,9 +11,9 @@ this package never changes them. Reference notes: ``shared/reference/tiny-backen
 """
 
 from axisrl.backends.tiny.checkpoint import checkpoint, load_policy, policy_of, save_checkpoints
-from axisrl.backends.tiny.evaluate import baseline_episodes, evaluate
+from axisrl.backends.tiny.evaluate import HeldoutStarts, baseline_episodes, evaluate
 from axisrl.backends.tiny.policy import ToolPointer
 from axisrl.backends.tiny.train import SyntheticTrajectories, TrainResult, TrainSettings, make_policy, train
 
-__all__ = ["SyntheticTrajectories", "ToolPointer", "TrainResult", "TrainSettings", "baseline_episodes", "checkpoint",
+__all__ = ["HeldoutStarts", "SyntheticTrajectories", "ToolPointer", "TrainResult", "TrainSettings", "baseline_episodes", "checkpoint",
            "evaluate", "load_policy", "make_policy", "policy_of", "save_checkpoints", "train"]

@@ -31,20 +31,39 @@ def _episode_seeds(tasks: Sequence[Mapping[str, Any]], seed: int) -> list[int]:
     return np.random.default_rng(seed).integers(0, 2**62, size=len(tasks)).tolist()
 
 
+class HeldoutStarts:
+    """Every held-out task's episode at its start, made once and forked for each policy that is
+    evaluated on them: a job's seeds play identical starts (a fork of a start plays exactly like a
+    fresh one), so the environments, views and features are built once per job, not per seed."""
+
+    def __init__(self, envs: Sequence[Mapping[str, Any]], tasks: Sequence[Mapping[str, Any]], seed: int,
+                 leak_primitive_role: bool) -> None:
+        self.leak_primitive_role = leak_primitive_role
+        specs = Specs(envs)
+        with no_cyclic_gc():
+            self.episodes = [Episode.start(specs[task["env_id"]], task, episode_seed, leak_primitive_role)
+                             for task, episode_seed in zip(tasks, _episode_seeds(tasks, seed))]
+
+    def fork(self, start: int, stop: int) -> list[Episode]:
+        return [Episode(episode.task, episode.node.fork()) for episode in self.episodes[start:stop]]
+
+
 def evaluate(policy: ToolPointer, envs: Sequence[Mapping[str, Any]], tasks: Sequence[Mapping[str, Any]],
-             seed: int, greedy: bool = True) -> list[dict[str, Any]]:
+             seed: int, greedy: bool = True, starts: HeldoutStarts | None = None) -> list[dict[str, Any]]:
     """One episode per task: task_id, env_id, tier, success, reward (sparse), partial (subgoal
-    fraction), steps, tool_calls, errors."""
-    specs = Specs(envs)
+    fraction), steps, tool_calls, errors. ``starts``: the same ``envs``, ``tasks`` and ``seed``
+    already started (``HeldoutStarts``), to evaluate several policies on them."""
+    if starts is None:
+        starts = HeldoutStarts(envs, tasks, seed, policy.leak_primitive_role)
+    elif starts.leak_primitive_role != policy.leak_primitive_role or len(starts.episodes) != len(tasks):
+        raise ValueError("held-out starts were made for other tasks or another leak_primitive_role")
     action_rng = None if greedy else np.random.default_rng([seed, 1])
     policy.eval()
     records = []
     with no_cyclic_gc():
-        seeds = _episode_seeds(tasks, seed)
         chunk = max(1, EVAL_CHUNK_ACTIVATIONS // policy.width)
         for start in range(0, len(tasks), chunk):
-            episodes = [Episode.start(specs[task["env_id"]], task, episode_seed, policy.leak_primitive_role)
-                        for task, episode_seed in zip(tasks[start:start + chunk], seeds[start:start + chunk])]
+            episodes = starts.fork(start, start + chunk)
             rollout(policy, episodes, action_rng)
             records += [episode.record() for episode in episodes]
     return records
