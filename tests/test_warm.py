@@ -102,3 +102,22 @@ def test_only_safe_jobs_are_served_and_the_address_follows_the_environment(monke
     before = warm.address()
     monkeypatch.setenv("OMP_NUM_THREADS", "3")
     assert warm.address() != before
+
+
+def test_a_script_job_gets_the_threads_it_claimed_unless_the_environment_says_otherwise(monkeypatch):
+    """torch and BLAS default to every core of the machine; a job that claimed 2 must use 2."""
+    from types import SimpleNamespace
+
+    from axisrl import scripting
+
+    seen = []
+    monkeypatch.setattr(warm, "run_here", lambda target, args, log: seen.append(
+        {name: os.environ.get(name) for name in scripting.THREAD_VARIABLES}))
+    job = SimpleNamespace(threads=2, params=SimpleNamespace(spec=None, settings={}), input={}, output={},
+                          log=["job.log"])
+    for name in scripting.THREAD_VARIABLES:  # set first, so that teardown restores what run_stage sets
+        monkeypatch.setenv(name, "unset")
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("MKL_NUM_THREADS", "5")
+    scripting.run_stage(job, "plan")
+    assert seen == [{"OMP_NUM_THREADS": "2", "MKL_NUM_THREADS": "5", "OPENBLAS_NUM_THREADS": "2"}]
