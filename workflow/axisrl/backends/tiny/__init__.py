@@ -15,5 +15,5 @@ from axisrl.backends.tiny.evaluate import HeldoutStarts, baseline_episodes, eval
 from axisrl.backends.tiny.policy import ToolPointer
 from axisrl.backends.tiny.train import SyntheticTrajectories, TrainResult, TrainSettings, make_policy, train
 
-__all__ = ["HeldoutStarts", "SyntheticTrajectories", "ToolPointer", "TrainResult", "TrainSettings", "baseline_episodes", "checkpoint",
-           "evaluate", "load_policy", "make_policy", "policy_of", "save_checkpoints", "train"]
+__all__ = ["HeldoutStarts", "SyntheticTrajectories", "ToolPointer", "TrainResult", "TrainSettings", "baseline_episodes",
+           "checkpoint", "evaluate", "load_policy", "make_policy", "policy_of", "save_checkpoints", "train"]
