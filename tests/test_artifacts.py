@@ -117,3 +117,12 @@ def test_every_artifact_records_the_library_versions(artifact):
 
     libraries = read_meta(artifact).libraries
     assert libraries["torch"] == version("torch") and libraries["polars"] == pl.__version__
+
+
+def test_every_artifact_records_the_cpu_it_was_written_on(artifact):
+    """Training is bit-identical on one kind of CPU only, so an artifact says which kind wrote it."""
+    import platform
+
+    machine = read_meta(artifact).machine
+    assert set(machine) == {"architecture", "cpu", "vector"} and machine["architecture"] == platform.machine()
+    assert machine["cpu"] and machine["vector"] in {isa for isa, _ in artifacts.VECTOR_FLAGS} | {"other", "unknown"}

@@ -1,14 +1,16 @@
 """Parquet artifacts that carry their own provenance, written atomically.
 
 Every artifact's file metadata says which stage and key wrote it, the config that was hashed into
-the key, the upstream keys, and the versions of axisrl and the libraries that wrote it, so any
-Parquet file under ``results/`` explains itself without the workflow that made it.
+the key, the upstream keys, the versions of axisrl and the libraries that wrote it, and the CPU it
+ran on, so any Parquet file under ``results/`` explains itself without the workflow that made it.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
+import platform
 import tempfile
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -25,6 +27,8 @@ PREFIX = "axisrl."
 CATALOG_NAME = "catalog.parquet"
 LIBRARIES = ("polars", "numpy", "scipy", "statsmodels", "torch", "snakemake")
 """Recorded in every artifact: what reads and writes it, fits it, and trains the policies behind it."""
+VECTOR_FLAGS = (("AVX512", "avx512f"), ("AVX2", "avx2"), ("AVX", "avx"), ("SVE", "sve"), ("NEON", "asimd"))
+"""(instruction set, its /proc/cpuinfo flag), widest first: what ``machine()`` reports as ``vector``."""
 
 
 class ArtifactError(RuntimeError):
@@ -41,6 +45,28 @@ class ArtifactMeta:
     schema_version: int
     created: str
     libraries: dict[str, str]
+    machine: dict[str, str]
+    """``machine()`` of the writer; empty for artifacts written before it was recorded."""
+
+
+@functools.cache
+def machine() -> dict[str, str]:
+    """The CPU that writes artifacts: architecture, model and widest vector instruction set. Training
+    is bit-identical on one kind of CPU, not across kinds (torch picks its kernels by instruction
+    set), so two studies' artifacts are comparable bit for bit only where these agree."""
+    info = {"architecture": platform.machine(), "cpu": platform.processor() or platform.machine(), "vector": "unknown"}
+    try:
+        lines = Path("/proc/cpuinfo").read_text().splitlines()
+    except OSError:
+        return info
+    fields: dict[str, str] = {}
+    for line in lines:
+        name, _, value = line.partition(":")
+        fields.setdefault(name.strip(), value.strip())
+    info["cpu"] = fields.get("model name", info["cpu"])
+    flags = set(fields.get("flags", fields.get("Features", "")).split())
+    info["vector"] = next((isa for isa, flag in VECTOR_FLAGS if flag in flags), "other")
+    return info
 
 
 def write_artifact(frame: pl.DataFrame, path: str | Path, spec: StageSpec) -> None:
@@ -56,6 +82,7 @@ def write_artifact(frame: pl.DataFrame, path: str | Path, spec: StageSpec) -> No
         "schema_version": str(SCHEMA_VERSION),
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "libraries": canonical_json({name: package_version(name) for name in LIBRARIES}),
+        "machine": canonical_json(machine()),
     }
     handle, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     os.close(handle)
@@ -97,6 +124,7 @@ def read_meta(path: str | Path) -> ArtifactMeta:
         schema_version=int(raw["schema_version"]),
         created=raw["created"],
         libraries=json.loads(raw["libraries"]),
+        machine=json.loads(raw.get("machine", "{}")),
     )
 
 
