@@ -38,7 +38,8 @@ class HeldoutStarts:
 
     def __init__(self, envs: Sequence[Mapping[str, Any]], tasks: Sequence[Mapping[str, Any]], seed: int,
                  leak_primitive_role: bool) -> None:
-        self.leak_primitive_role = leak_primitive_role
+        self.made_for = (seed, leak_primitive_role, [task["task_id"] for task in tasks])
+        """What ``evaluate`` checks its own arguments against."""
         specs = Specs(envs)
         with no_cyclic_gc():
             self.episodes = [Episode.start(specs[task["env_id"]], task, episode_seed, leak_primitive_role)
@@ -55,8 +56,8 @@ def evaluate(policy: ToolPointer, envs: Sequence[Mapping[str, Any]], tasks: Sequ
     already started (``HeldoutStarts``), to evaluate several policies on them."""
     if starts is None:
         starts = HeldoutStarts(envs, tasks, seed, policy.leak_primitive_role)
-    elif starts.leak_primitive_role != policy.leak_primitive_role or len(starts.episodes) != len(tasks):
-        raise ValueError("held-out starts were made for other tasks or another leak_primitive_role")
+    elif starts.made_for != (seed, policy.leak_primitive_role, [task["task_id"] for task in tasks]):
+        raise ValueError("held-out starts were made for other tasks, another seed or another leak_primitive_role")
     action_rng = None if greedy else np.random.default_rng([seed, 1])
     policy.eval()
     records = []
