@@ -34,6 +34,7 @@ def test_empty_config_gets_every_default_and_hashes_like_the_explicit_default(de
         ({"synthesize": {"heldout": {"seed": 0}}}, "synthesize.heldout.seed: must differ"),
         ({"dedup": {"embedding": {"bogus": True}}}, "dedup.embedding: Additional properties"),
         ({"study": {"seeds": [0, 0]}}, "study.seeds: [0, 0] has non-unique elements"),
+        ({"study": {"seeds": [0, 2]}}, "study.families.axis_sweeps.extra_seeds: [2] are already in study.seeds"),
         ({"study": {"grids": {"d_env": [0, 2, 4]}}}, "study.grids.d_env.0: 0 is less than the minimum of 1"),
         ({"study": {"grids": {"d_traj": [-1, 2]}}}, "study.grids.d_traj.0: -1 is less than the minimum of 1"),
         ({"recipe": {"cost": {"toolworld": {"failed_fraction": 1.0}}}}, "recipe.cost.toolworld.failed_fraction"),

@@ -12,7 +12,8 @@ import pytest
 from scipy import optimize
 
 from axisrl.laws import (Law, axis_ordering, bootstrap_alphas, bootstrap_intervals, fit_axes, fit_axes_by,
-                         fit_floor, floor_profile, leave_one_out, local_slopes, predict_loss, simulate_study)
+                         fit_floor, floor_profile, leave_one_out, local_slopes, predict_loss, simulate_study,
+                         success_trends)
 
 TRUE_ALPHA = {"d_env": 0.45, "d_task": 0.30, "d_traj": 0.15}
 CENTRE = {"d_env": 8, "d_task": 32, "d_traj": 8}
@@ -96,6 +97,48 @@ def test_local_slopes_hand_computed() -> None:
                                                       abs=1e-6)
     assert slopes[["x_lo", "x_hi"]].rows() == [(1.0, 4.0), (4.0, 16.0)]
     assert (slopes["slope_se"] > 0).all()
+
+
+def test_success_trend_hand_computed() -> None:
+    """p = 0.1 + 0.05 log2 x exactly: the slope per doubling is 0.05, with a zero-width interval."""
+    grid = {"d_env": [1, 2, 8, 32]}
+    trend = success_trends(exact_runs(lambda d: -np.log(0.1 + 0.05 * np.log2(d["d_env"].to_numpy())), grid),
+                           ["d_env"]).row(0, named=True)
+    assert trend["slope"] == pytest.approx(0.05, abs=1e-6)
+    assert trend["slope_hi"] - trend["slope_lo"] == pytest.approx(0, abs=1e-6)
+    assert (trend["n_runs"], trend["n_points"]) == (4, 4)
+
+
+def bimodal_law(learn_rate: Callable[[np.ndarray], np.ndarray], seed: int,
+                p_learned: float = 0.35, p_stuck: float = 0.03) -> Callable[[pl.DataFrame], np.ndarray]:
+    """Each run learns (success ``p_learned``) with probability ``learn_rate(d_env)``, else stays
+    near zero: the bimodal seeds of the tiny backend, whose mean success is
+    ``p_stuck + learn_rate (p_learned - p_stuck)``."""
+    rng = np.random.default_rng(seed)
+
+    def loss(runs: pl.DataFrame) -> np.ndarray:
+        learned = rng.random(runs.height) < learn_rate(runs["d_env"].to_numpy())
+        return -np.log(np.where(learned, p_learned, p_stuck))
+    return loss
+
+
+@pytest.mark.parametrize(("base", "per_doubling"), [(0.3, 0.08), (0.05, 0.17), (0.5, 0.0)])
+def test_success_trend_interval_covers_on_bimodal_studies(base: float, per_doubling: float) -> None:
+    """Learning rates rising linearly in log2 d_env (the true trend is linear, so OLS targets it),
+    mild and strong heteroscedasticity, and no trend: the interval covers the truth and, with no
+    trend, rarely claims a rise."""
+    truth = per_doubling * (0.35 - 0.03)
+    covered, rises = [], []
+    for study in range(200):
+        law = bimodal_law(lambda d: base + per_doubling * np.log2(d), seed=study)
+        runs = simulate_study(law, grids={"d_env": (1, 2, 4, 8, 16, 32)}, seeds=(0, 1, 2, 3), n_tasks=354,
+                              seed=study).runs
+        trend = success_trends(runs, ["d_env"], tier="T2").row(0, named=True)
+        covered.append(trend["slope_lo"] <= truth <= trend["slope_hi"])
+        rises.append(trend["slope_lo"] > 0)
+    assert np.mean(covered) >= 0.92, np.mean(covered)
+    if per_doubling == 0:
+        assert np.mean(rises) <= 0.06, np.mean(rises)
 
 
 def test_failed_runs_excluded_and_counted() -> None:

@@ -38,6 +38,26 @@ def test_axis_sweeps_share_the_centre_and_the_plan_is_deterministic(config, sche
     assert jobs(config, schema)[1] == jobs(copy.deepcopy(config), schema)[1]
 
 
+def test_axis_sweep_points_train_their_extra_seeds_in_a_second_job_and_share_the_first(config, schema):
+    study = config["study"]
+    _, rows, points, _ = jobs(config, schema)
+    designs = plan_designs(study)
+    seeds = pl.DataFrame(rows).group_by("point_key").agg(pl.col("seed").sort())
+    for point_key, seed_list in seeds.iter_rows():
+        on_sweep = "axis_sweeps" in designs[point_key].families
+        assert seed_list == study["seeds"] + (study["families"]["axis_sweeps"]["extra_seeds"] if on_sweep else [])
+        assert points[point_key].seeds == tuple(study["seeds"])
+        assert (f"{point_key}+1" in points) == on_sweep
+        if on_sweep:
+            second = points[f"{point_key}+1"]
+            assert second.seeds == (2, 3) and second.design == designs[point_key].design
+    study["families"]["axis_sweeps"]["extra_seeds"] = []
+    _, fewer_rows, alone, _ = jobs(config, schema)
+    assert alone.keys() == {k for k in points if "+" not in k}
+    assert len(fewer_rows) == len(rows) - 2 * (len(points) - len(alone))
+    assert all(alone[k].train.key == points[k].train.key for k in alone)  # the first job is the same job
+
+
 def test_every_family_can_be_switched_off(config, schema):
     for family in config["study"]["families"].values():
         family["enabled"] = False

@@ -108,6 +108,10 @@ def _cross_checks(cfg: Mapping[str, Any]) -> list[str]:
         if syn["placebo_contents"] < largest:
             problems.append(f"synthesize.placebo_contents: {syn['placebo_contents']} is below the largest d_env "
                             f"({largest}) of the placebo sweep (study.families.pool_construction.levels)")
+    extra_seeds = cfg["study"]["families"]["axis_sweeps"]["extra_seeds"]
+    shared_seeds = sorted(set(cfg["study"]["seeds"]) & set(extra_seeds))
+    if shared_seeds:
+        problems.append(f"study.families.axis_sweeps.extra_seeds: {shared_seeds} are already in study.seeds")
     if dedup["theta"] not in dedup["thetas"]:
         problems.append(f"dedup.theta: {dedup['theta']} is not one of dedup.thetas {dedup['thetas']}")
     return problems + _backend_checks(cfg)

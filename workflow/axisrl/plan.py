@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import itertools
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -210,11 +211,22 @@ def run_key(point_key: str, seed: int) -> str:
     return hashlib.sha256(f"{point_key}:{seed}".encode()).hexdigest()[:12]
 
 
-def plan_rows(designs: Mapping[str, PlannedDesign], seeds: Sequence[int], domain: str) -> list[dict[str, Any]]:
+def seed_batches(study: Mapping[str, Any], planned: PlannedDesign) -> list[tuple[int, ...]]:
+    """The seeds a design is trained with, one batch per train job: ``study.seeds`` for every
+    design, and the axis sweeps' ``extra_seeds`` in a second job, so the first job stays the one
+    that other families and the recipe share."""
+    batches = [tuple(study["seeds"])]
+    extra = study["families"]["axis_sweeps"]["extra_seeds"]
+    if extra and "axis_sweeps" in planned.families:
+        batches.append(tuple(extra))
+    return batches
+
+
+def plan_rows(designs: Mapping[str, PlannedDesign], study: Mapping[str, Any], domain: str) -> list[dict[str, Any]]:
     """One row per run (design x seed): the ``runs.parquet`` of the plan stage."""
     rows = []
     for point_key, planned in designs.items():
-        for seed in seeds:
+        for seed in itertools.chain.from_iterable(seed_batches(study, planned)):
             rows.append({"run_key": run_key(point_key, seed), "point_key": point_key, "families": planned.families,
                          "sweeps": planned.sweeps, "domain": domain, **planned.design.as_dict(),
                          **planned.design.synthetic_amounts(), "seed": seed})
@@ -299,7 +311,8 @@ def point_jobs(design: Design, seeds: Sequence[int], hashed: Mapping[str, Any], 
 
 def study_jobs(cfg: Mapping[str, Any], hashed: Mapping[str, Any], dedup_key: str, sources_key: str
                ) -> tuple[StageSpec, list[dict[str, Any]], dict[str, PointJobs], StageSpec]:
-    """Plan spec and rows, the per-point job specs, and the collect spec.
+    """Plan spec and rows, the train jobs, and the collect spec. Jobs are keyed by point key, and
+    a design's second seed batch (``seed_batches``) by ``<point key>+1``.
 
     ``hashed`` is the config with speed-only options removed (what keys cover). Only mixture designs
     depend on the synthetic sources (``sources_key``, the dedup_sources stage), so changing a
@@ -308,10 +321,11 @@ def study_jobs(cfg: Mapping[str, Any], hashed: Mapping[str, Any], dedup_key: str
     designs = plan_designs(cfg["study"])
     check_designs(designs, cfg["train"]["episodes_per_update"])
     plan_spec = StageSpec("plan", {"domain": hashed["domain"], "study": hashed["study"]})
-    seeds = tuple(cfg["study"]["seeds"])
-    points = {point_key: point_jobs(planned.design, seeds, hashed, dedup_key, sources_key)
-              for point_key, planned in designs.items()}
+    points = {point_key if batch == 0 else f"{point_key}+{batch}": point_jobs(planned.design, seeds, hashed,
+                                                                            dedup_key, sources_key)
+              for point_key, planned in designs.items()
+              for batch, seeds in enumerate(seed_batches(cfg["study"], planned))}
     keys = sorted((p.evaluate or p.train).key for p in points.values())
     collect = StageSpec("collect", {}, {"plan": plan_spec.key,
                                         "runs": hashlib.sha256(",".join(keys).encode()).hexdigest()[:12]})
-    return plan_spec, plan_rows(designs, seeds, cfg["domain"]), points, collect
+    return plan_spec, plan_rows(designs, cfg["study"], cfg["domain"]), points, collect

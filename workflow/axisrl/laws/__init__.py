@@ -1,7 +1,7 @@
 """Scaling-law fits of agentic-RL data: pure functions, polars frames in and out.
 
 Methods and their reasons: ``reference/fitting.md`` section 5. Modules: ``axis`` (per-axis laws,
-local slopes, leave-one-out, two-stage bootstrap, axis ordering), ``joint`` (joint law, nested
+local slopes, success trends, leave-one-out, two-stage bootstrap, axis ordering), ``joint`` (joint law, nested
 interaction, Chinchilla objective, GLM pre-test), ``tables`` (the paper's robustness tables),
 ``simulate`` (studies from a known law, for tests), ``data`` (input schema, seed pooling).
 
@@ -28,7 +28,8 @@ Loss: ``L = -ln p`` of the seed-pooled success ``p = sum successes / sum trials`
 """
 
 from axisrl.laws.axis import (axis_ordering, bootstrap_alphas, bootstrap_intervals, fit_axes, fit_axes_by,
-                              fit_floor, fit_power, floor_profile, leave_one_out, local_slopes)
+                              fit_floor, fit_power, floor_profile, leave_one_out, local_slopes,
+                              success_trends)
 from axisrl.laws.data import pool_points, usable_runs
 from axisrl.laws.joint import (Law, bootstrap_joint, fit_chinchilla, fit_joint, fitted_law, interaction_pretest,
                                predict_loss)
@@ -42,5 +43,5 @@ __all__ = [
     "calibration_table", "fit_axes", "fit_axes_by", "fit_chinchilla", "fit_floor", "fit_joint",
     "fit_power", "fitted_law", "floor_profile", "held_axis_table", "interaction_pretest", "leave_one_out",
     "local_slopes", "pool_construction_table", "pool_points", "predict_loss", "simulate_study",
-    "subset_fit_table", "task_dedup_table", "usable_runs", "worlds_variants_table",
+    "subset_fit_table", "success_trends", "task_dedup_table", "usable_runs", "worlds_variants_table",
 ]

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from axisrl.laws.axis import (axis_ordering, bootstrap_alphas, bootstrap_intervals, fit_axes, fit_axes_by,
-                              leave_one_out, local_slopes)
+                              leave_one_out, local_slopes, success_trends)
 from axisrl.laws.data import AXES, axis_sweep, infer_centre, pool_points, usable_runs
 from axisrl.laws.joint import fit_joint, interaction_pretest
 from axisrl.laws.tables import (budget_convention_table, calibration_table, held_axis_table, in_families,
@@ -80,6 +80,7 @@ def analyse(runs: pl.DataFrame, episodes: pl.DataFrame | None = None,
         out["points"] = pl.concat([_sweep_points(group, tier, name, axes) for name, (group, axes) in series.items()],
                                   how="diagonal_relaxed")
         out["local_slopes"] = local_slopes(main, tier=tier)
+        out["trends"] = success_trends(main, tier=tier)
         out["loo"] = leave_one_out(main, tier=tier)
         replicates = bootstrap_alphas(main, n_boot=settings.n_boot, seed=settings.seed, tier=tier,
                                       episodes=episodes)
