@@ -1,10 +1,12 @@
 """The fast paths the tiny backend relies on in toolworld's compact rendering: bulk-drawn slot
-permutations equal to ``random``'s, and an incremental episode view equal to a fresh render."""
+permutations equal to ``random``'s, an incremental episode view equal to a fresh render, and what a
+tool descriptor reveals."""
 
 from __future__ import annotations
 
 import json
 import random
+import re
 
 import pytest
 
@@ -53,3 +55,22 @@ def test_an_incremental_view_equals_a_fresh_render_along_random_episodes(schema)
             history.append((call, result.observation))
             done = result.done
     assert views > 2 * len(pool.tasks)
+
+
+def test_a_tools_descriptor_shape_names_its_primitive(schema):
+    """Why the leak check cannot pass on toolworld (``test_tiny_science``): with slot numbers
+    blanked, a tool's descriptor (access, return kind, declared semantics, parameter kinds) belongs
+    to one primitive only, in training and held-out worlds alike, so leaking the primitive adds no
+    information. A descriptor that two primitives share fails here and makes that check meaningful."""
+    pool = tw.generate_pool(validate_config({"synthesize": {"n_worlds": 16, "tasks_per_env": 1}}, schema)["synthesize"])
+    first_task = {}
+    for task in pool.tasks + pool.heldout_tasks:
+        first_task.setdefault(task["env_id"], task)
+    primitives: dict[tuple[str, ...], set[str]] = {}
+    for env in pool.envs + pool.heldout_envs:
+        compact = CompactEpisode(json.loads(env["spec"]), first_task[env["env_id"]], 0)
+        for descriptor, tool in zip(compact.tools, compact.ordered, strict=True):
+            shape = tuple(re.sub(r"^([TFEV])\+?\d+$", r"\1", token) for token in descriptor)
+            primitives.setdefault(shape, set()).add(tool.prim if tool else "finish")
+    assert len(primitives) > 40
+    assert {shape: prims for shape, prims in primitives.items() if len(prims) > 1} == {}
