@@ -142,18 +142,20 @@ def test_same_run_key_twice_gives_identical_metrics_and_parameters(smoke_run, tm
     again = copy_workflow(tmp_path)
     for algo in ("grpo", "ppo"):
         point = runs.filter(pl.col("algo") == algo)["point_key"][0]
-        (train_dir,) = [d for d in (smoke_run / "results" / "train").iterdir()
-                        if pl.read_parquet(d / "runs.parquet")["run_key"].is_in(
-                            runs.filter(pl.col("point_key") == point)["run_key"].implode()).all()]
-        target = f"results/train/{train_dir.name}/runs.parquet"
-        snakemake(again, target, "--cores", "2", *SMOKE, env={"AXISRL_WARM": "0"})
-        first, second = (pl.read_parquet(root / target) for root in (smoke_run, again))
-        assert first["param_hash"].to_list() == second["param_hash"].to_list(), algo
-        deterministic = [c for c in first.columns if not c.endswith(("_seconds_per_call", "_per_trajectory"))
-                         and c != "utilization"]
-        assert first.select(deterministic).equals(second.select(deterministic)), algo
-        metrics = target.replace("runs.parquet", "metrics.parquet")
-        assert pl.read_parquet(smoke_run / metrics).equals(pl.read_parquet(again / metrics)), algo
+        train_dirs = [d for d in (smoke_run / "results" / "train").iterdir()
+                      if pl.read_parquet(d / "runs.parquet")["run_key"].is_in(
+                          runs.filter(pl.col("point_key") == point)["run_key"].implode()).all()]
+        assert train_dirs, algo
+        for train_dir in train_dirs:  # an axis-sweep point has a second job for its extra seeds
+            target = f"results/train/{train_dir.name}/runs.parquet"
+            snakemake(again, target, "--cores", "2", *SMOKE, env={"AXISRL_WARM": "0"})
+            first, second = (pl.read_parquet(root / target) for root in (smoke_run, again))
+            assert first["param_hash"].to_list() == second["param_hash"].to_list(), algo
+            deterministic = [c for c in first.columns if not c.endswith(("_seconds_per_call", "_per_trajectory"))
+                             and c != "utilization"]
+            assert first.select(deterministic).equals(second.select(deterministic)), algo
+            metrics = target.replace("runs.parquet", "metrics.parquet")
+            assert pl.read_parquet(smoke_run / metrics).equals(pl.read_parquet(again / metrics)), algo
 
 
 @pytest.mark.slow
@@ -183,7 +185,11 @@ def test_smoke_study_collects_one_row_per_planned_run(smoke_run):
     assert runs["p_T2"].is_between(0, 1).all() and runs["n_T2"].min() > 0
     assert (runs["env_steps"] > 0).all() and (runs["rollout_flops"] > 0).all()
     trained = list((smoke_run / "results" / "train").iterdir())
-    assert len(trained) == planned["point_key"].n_unique()
+    on_sweeps = planned.filter(pl.col("families").list.contains("axis_sweeps"))
+    assert len(trained) == planned["point_key"].n_unique() + on_sweeps["point_key"].n_unique()  # extra_seeds' jobs
+    assert on_sweeps.group_by("point_key").agg(pl.col("seed").sort())["seed"].to_list() == [[0, 1]] * on_sweeps[
+        "point_key"].n_unique()
+    assert set(planned.filter(~pl.col("families").list.contains("axis_sweeps"))["seed"]) == {0}
     drivers = ("horizon", "rollout_steps_per_trajectory", "env_seconds_per_call", "verifier_seconds_per_trajectory",
                "failed_rollout_fraction", "utilization")
     assert runs.select(drivers).null_count().sum_horizontal().item() == 0
