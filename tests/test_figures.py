@@ -69,6 +69,17 @@ def test_figure2_writes_png_and_pdf(tmp_path, captured):
     np.testing.assert_allclose(y, x ** -0.41)
 
 
+def test_figure2_titles_each_panel_with_its_success_trend(tmp_path, captured):
+    trends = pl.DataFrame({"axis": ["d_env", "d_traj"], "n_runs": [24, 24], "slope": [0.035, -0.001],
+                           "slope_lo": [0.012, -0.023], "slope_hi": [0.059, 0.021]})
+    figures.figure2(_points(), _fits(), tmp_path / "f.png", tmp_path / "f.pdf", trends)
+    titles = [ax.get_title() for ax in captured[0].axes]
+    assert titles == ["success +0.035 per doubling [+0.012, +0.059]\n(axis sweeps, 24 runs)", "",
+                      "success -0.001 per doubling [-0.023, +0.021]\n(axis sweeps, 24 runs)"]
+    with pytest.raises(ValueError, match="trends is missing required column"):
+        figures.figure2(_points(), _fits(), tmp_path / "f.png", tmp_path / "f.pdf", trends.drop("slope_lo"))
+
+
 def test_figure2_too_few_points(tmp_path, captured):
     fits = _fits().with_columns(
         status=pl.when((pl.col("axis") == "d_task") & (pl.col("series") == "N=128"))

@@ -63,7 +63,8 @@ def _fit(runs_path: str, episodes_path: str | None, out: str, settings: dict) ->
     for name, frame in frames.items():
         frame.write_parquet(folder / f"{name}.parquet")
         write_table(readable(frame), folder / f"{name}.md", folder / f"{name}.csv", name)
-    figure2(frames["points"], frames["axis_fits"], folder / "fig2.png", folder / "fig2.pdf")
+    figure2(frames["points"], frames["axis_fits"], folder / "fig2.png", folder / "fig2.pdf",
+            frames.get("trends"))
     fits = frames["axis_fits"].filter(pl.col("selected"))
     for row in fits.iter_rows(named=True):
         print(f"{row['series']} {row['axis']}: alpha = {row['alpha']:.3f} [{row['alpha_lo']:.3f}, {row['alpha_hi']:.3f}]"

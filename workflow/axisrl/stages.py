@@ -652,7 +652,7 @@ def figure(spec: StageSpec | None, settings: Mapping[str, Any], inputs: Mapping[
 
     if settings["figure"] == "fig2":
         figures.figure2(read_artifact(inputs["points"], "laws"), read_artifact(inputs["axis_fits"], "laws"),
-                        outputs["png"], outputs["pdf"])
+                        outputs["png"], outputs["pdf"], read_artifact(inputs["trends"], "laws"))
     elif settings["figure"] == "fig1":
         figures.figure1(read_artifact(inputs["measured"], "validate"), outputs["png"], outputs["pdf"])
     elif settings["figure"] == "fig5":

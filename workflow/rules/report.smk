@@ -53,6 +53,7 @@ rule fig2:
     input:
         points=f"{LAWS_DIR}/points.parquet",
         axis_fits=f"{LAWS_DIR}/axis_fits.parquet",
+        trends=f"{LAWS_DIR}/trends.parquet",
     output:
         png=report(
             f"{RESULTS}/figures/fig2.png",

@@ -34,6 +34,7 @@ from axisrl.report import style
 
 AXIS_ORDER = ("d_env", "d_task", "d_traj")
 POINT_COLUMNS = ("axis", "x", "series", "loss", "loss_se")
+TREND_COLUMNS = ("axis", "n_runs", "slope", "slope_lo", "slope_hi")
 FIT_COLUMNS = ("axis", "series", "model", "status", "selected", "alpha", "alpha_lo", "alpha_hi",
                "E", "A", "x_min", "x_max")
 
@@ -73,6 +74,12 @@ def _fit_label(fit: dict) -> str:
     return text
 
 
+def _trend_label(trend: dict) -> str:
+    """Panel title: held-out success gained per doubling of the axis, its CI and the runs behind it."""
+    return (f"success {trend['slope']:+.3f} per doubling [{trend['slope_lo']:+.3f}, {trend['slope_hi']:+.3f}]"
+            f"\n(axis sweeps, {trend['n_runs']} runs)")
+
+
 def _cost_levels(cost: np.ndarray) -> np.ndarray:
     """Contour levels: the 20/40/60/80 % quantiles of the finite costs, strictly inside their range."""
     finite = cost[np.isfinite(cost)]
@@ -94,10 +101,16 @@ def _label_spots(lines: ContourSet) -> list[tuple[float, float]]:
     return spots
 
 
-def figure2(points: pl.DataFrame, fits: pl.DataFrame, png: Path, pdf: Path) -> None:
-    """Per-axis scaling laws: one log-log panel per axis, points mean +- SE, selected fit curves."""
+def figure2(points: pl.DataFrame, fits: pl.DataFrame, png: Path, pdf: Path,
+            trends: pl.DataFrame | None = None) -> None:
+    """Per-axis scaling laws: one log-log panel per axis, points mean +- SE, selected fit curves.
+    ``trends`` (the laws stage's frame), where given, titles each panel with its fitted trend of
+    held-out success, the check that success rises at all, which the law's interval may not show."""
     _require(points, POINT_COLUMNS, "points")
     _require(fits, FIT_COLUMNS, "fits")
+    if trends is not None:
+        _require(trends, TREND_COLUMNS, "trends")
+    trend_of = {} if trends is None else {row["axis"]: row for row in trends.iter_rows(named=True)}
     present = points["axis"].unique().to_list()
     axes_names = [a for a in AXIS_ORDER if a in present] + sorted(set(present) - set(AXIS_ORDER))
     if not axes_names:
@@ -134,6 +147,8 @@ def figure2(points: pl.DataFrame, fits: pl.DataFrame, png: Path, pdf: Path) -> N
                 scale.set_minor_formatter(_PlainLog(labelOnlyBase=False))
             ax.set_xlabel(style.AXIS_LABELS.get(axis, axis))
             ax.legend(loc="best")
+            if axis in trend_of:
+                ax.set_title(_trend_label(trend_of[axis]), fontsize="small")
         panels[0][0].set_ylabel(style.LOSS_LABEL)
     style.save(fig, png, pdf)
 
