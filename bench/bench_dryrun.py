@@ -4,7 +4,7 @@ Run: python bench/bench_dryrun.py [--side 50] [--repeats 3]
 
 The plan is the default study plus an interaction grid of side x side grid points (d_env = 1..side,
 d_task = side..2*side-1, so every point is valid) at 2 seeds: one train job per point (it trains and
-evaluates both seeds), so the DAG has half as many jobs as the plan has runs. The workflow (with its
+evaluates both seeds) and a second one for each axis-sweep point's 2 extra seeds. The workflow (with its
 default profile) is copied to a temporary folder, so nothing under results/ is touched. Timed: the
 whole `snakemake -n -q` process (config validation, plan, keys, DAG), and the whole `snakemake -n`
 process, which also prints every job.
@@ -61,8 +61,9 @@ overlay = yaml.safe_load(open('big.yaml'))
 config['study'] = {**config.get('study', {}), **overlay['study']}
 config['synthesize'] = {**config['synthesize'], **overlay['synthesize']}
 cfg = validate_config(config, schema)
-_, rows, points, _ = study_jobs(cfg, hashed_part(cfg, schema), 'dedupkey0000', 'sourceskey00')
-print(f'plan: {len(rows)} runs over {len(points)} grid points')
+_, rows, jobs, _ = study_jobs(cfg, hashed_part(cfg, schema), 'dedupkey0000', 'sourceskey00')
+points = {job.design.point_key for job in jobs.values()}
+print(f'plan: {len(rows)} runs over {len(points)} grid points in {len(jobs)} train jobs')
 """
 
 if __name__ == "__main__":
