@@ -1,9 +1,9 @@
 """Names of the analysis outputs and the paper's tables and figures: plain constants, so the
 Snakefile can declare every target at parse time without importing the analysis libraries."""
 
-LAW_FRAMES = ("axis_fits", "points", "local_slopes", "trends", "loo", "bootstrap", "ordering", "joint", "interaction",
-              "table2", "table4", "table5", "table7", "table8", "table10", "table11", "table12", "table13",
-              "table14", "table15", "warnings")
+LAW_FRAMES = ("axis_fits", "points", "local_slopes", "trends", "loo", "bootstrap", "ordering", "joint",
+              "interaction", "table2", "table4", "table5", "table7", "table8", "table10", "table11", "table12",
+              "table13", "table14", "table15", "warnings")
 """Every frame the ``laws`` stage writes (one Parquet file each)."""
 
 LAW_TABLES = {

@@ -1,8 +1,8 @@
 """Scaling-law fits of agentic-RL data: pure functions, polars frames in and out.
 
 Methods and their reasons: ``reference/fitting.md`` section 5. Modules: ``axis`` (per-axis laws,
-local slopes, success trends, leave-one-out, two-stage bootstrap, axis ordering), ``joint`` (joint law, nested
-interaction, Chinchilla objective, GLM pre-test), ``tables`` (the paper's robustness tables),
+local slopes, success trends, leave-one-out, two-stage bootstrap, axis ordering), ``joint`` (joint
+law, nested interaction, Chinchilla objective, GLM pre-test), ``tables`` (the paper's robustness tables),
 ``simulate`` (studies from a known law, for tests), ``data`` (input schema, seed pooling).
 
 Input: runs
