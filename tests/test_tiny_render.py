@@ -62,7 +62,8 @@ def test_a_tools_descriptor_shape_names_its_primitive(schema):
     blanked, a tool's descriptor (access, return kind, declared semantics, parameter kinds) belongs
     to one primitive only, in training and held-out worlds alike, so leaking the primitive adds no
     information. A descriptor that two primitives share fails here and makes that check meaningful."""
-    pool = tw.generate_pool(validate_config({"synthesize": {"n_worlds": 16, "tasks_per_env": 1}}, schema)["synthesize"])
+    config = validate_config({"synthesize": {"n_worlds": 16, "tasks_per_env": 1}}, schema)
+    pool = tw.generate_pool(config["synthesize"])
     first_task = {}
     for task in pool.tasks + pool.heldout_tasks:
         first_task.setdefault(task["env_id"], task)
