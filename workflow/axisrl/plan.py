@@ -321,10 +321,11 @@ def study_jobs(cfg: Mapping[str, Any], hashed: Mapping[str, Any], dedup_key: str
     designs = plan_designs(cfg["study"])
     check_designs(designs, cfg["train"]["episodes_per_update"])
     plan_spec = StageSpec("plan", {"domain": hashed["domain"], "study": hashed["study"]})
-    points = {point_key if batch == 0 else f"{point_key}+{batch}": point_jobs(planned.design, seeds, hashed,
-                                                                            dedup_key, sources_key)
-              for point_key, planned in designs.items()
-              for batch, seeds in enumerate(seed_batches(cfg["study"], planned))}
+    points = {}
+    for point_key, planned in designs.items():
+        for batch, seeds in enumerate(seed_batches(cfg["study"], planned)):
+            job = point_key if batch == 0 else f"{point_key}+{batch}"
+            points[job] = point_jobs(planned.design, seeds, hashed, dedup_key, sources_key)
     keys = sorted((p.evaluate or p.train).key for p in points.values())
     collect = StageSpec("collect", {}, {"plan": plan_spec.key,
                                         "runs": hashlib.sha256(",".join(keys).encode()).hexdigest()[:12]})

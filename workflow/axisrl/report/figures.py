@@ -108,9 +108,10 @@ def figure2(points: pl.DataFrame, fits: pl.DataFrame, png: Path, pdf: Path,
     held-out success, the check that success rises at all, which the law's interval may not show."""
     _require(points, POINT_COLUMNS, "points")
     _require(fits, FIT_COLUMNS, "fits")
+    trend_of: dict[str, dict] = {}
     if trends is not None:
         _require(trends, TREND_COLUMNS, "trends")
-    trend_of = {} if trends is None else {row["axis"]: row for row in trends.iter_rows(named=True)}
+        trend_of = {row["axis"]: row for row in trends.iter_rows(named=True)}
     present = points["axis"].unique().to_list()
     axes_names = [a for a in AXIS_ORDER if a in present] + sorted(set(present) - set(AXIS_ORDER))
     if not axes_names:
