@@ -19,17 +19,16 @@ This file used a 16-world pool (4 variants, 1 content, 100 updates, width 32) un
 the trend did not hold (4 seeds). With tasks spread over d_env environments of as many worlds as
 possible (not the study's selection): 0.17, 0.40, 0.33, slope 0.026 [-0.010, 0.062]. With the
 study's selection (d_env = 4 is one world's 4 variants, 32 is 9 worlds): 0.18, 0.26, 0.20. At the
-study's training settings on that pool: 0.28 at d_env = 1, 0.17 at 32. So the d_env effect depends
-on the pool; the acceptance names the default study's.
+study's training settings on that pool (the first selection): 0.28 at d_env = 1, 0.17 at 32. So the
+d_env effect depends on the pool; the acceptance names the default study's.
 
 The leak (same day, paired by seed): at d_env = 1 seeds 0-5 all gained (+0.054 on average), seeds
-6-11 lost 0.064 on average; over 12 seeds -0.005 [-0.054, 0.044]. At d_env = 32 the leak lowered success by 0.076
-on average (12 seeds; 0.25 against 0.33). In toolworld the descriptor's (access, return kind,
+6-11 lost 0.064 on average; over 12 seeds -0.005 [-0.054, 0.044]. At d_env = 32 the leak lowered
+success by 0.076 on average (12 seeds; 0.25 against 0.33). In toolworld the descriptor's (access, return kind,
 semantics) already names the primitive, and with those blanked from every descriptor, d_env = 32
 scored 0.35 with and without the leak on the 16-world pool: T2 success here is not limited by
 knowing what a tool does.
 """
-
 
 from __future__ import annotations
 
