@@ -287,6 +287,26 @@ def test_bootstrap_exponents_resolve_every_draw():
     assert row["slope_lo"] <= row["slope_median"] <= row["slope_hi"]
 
 
+def test_a_draw_without_an_effect_on_an_axis_is_left_out_of_that_axis_interval():
+    """Such a draw's slope is the budget the other axes leave, not data (the default study's d_traj
+    slope lay outside its own interval when 55 of 100 draws were mixed in)."""
+    bounds = {"d_env": (2.0, 64.0), "d_task": (8.0, 1024.0), "d_traj": (1.0, 32.0)}
+    law = Law(E=0.3, A={"d_env": 2.0, "d_task": 3.0, "d_traj": 1.0}, alpha={"d_env": 0.5, "d_task": 0.3, "d_traj": 0.2})
+    draws = [Law(law.E, law.A, {**law.alpha, "d_traj": a}) for a in (0.15, 0.2, 0.25)]
+    draws += [Law(law.E, {**law.A, "d_traj": 0.0}, law.alpha) for _ in range(2)]
+    model = CostModel("usd", c_width=50.0, c_env=20.0, c_task=1.0, c_traj=0.05, terms=("linear",))
+    centre = float(model.cost({"width": 64.0, "d_env": 8.0, "d_task": 64.0, "d_traj": 4.0}))
+    per_draw, intervals = bootstrap_exponents(draws, model, log_budgets(centre, 1.8 * centre, 4), bounds=bounds,
+                                              fixed={"width": 64.0}, starts=2)
+    assert (per_draw["status"] == "ok").all()
+    assert per_draw.filter(~pl.col("identified")).select("draw", "axis").rows() == [(3, "d_traj"), (4, "d_traj")]
+    row = {r["axis"]: r for r in intervals.iter_rows(named=True)}
+    assert row["d_traj"]["n_draws"] == 3 and row["d_env"]["n_draws"] == row["sum"]["n_draws"] == 5
+    with_effect = per_draw.filter((pl.col("axis") == "d_traj") & (pl.col("draw") < 3))["slope"]
+    assert row["d_traj"]["slope_lo"] == pytest.approx(with_effect.quantile(0.025, "linear"))
+    assert row["d_traj"]["slope_hi"] == pytest.approx(with_effect.quantile(0.975, "linear"))
+
+
 def test_an_axis_the_law_gives_no_effect_is_reported_as_not_identified():
     from axisrl.recipe.study import identification
 

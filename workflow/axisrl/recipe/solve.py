@@ -569,8 +569,13 @@ def bootstrap_exponents(laws: Sequence[Law], cost_model: Cost, budgets: Sequence
     """Exponents re-solved for every bootstrap draw of the law (``draw_path``): (draws, intervals).
 
     ``draws``: ``draw``, ``axis`` (the four axes and ``sum``), OLS ``slope``, ``status`` ("ok" or the
-    first failed solve on that draw's path). ``intervals``: per axis the percentile interval at
-    ``level`` and the median over the "ok" draws, with ``n_draws`` used and ``n_failed`` left out.
+    first failed solve on that draw's path), ``identified`` (the draw gives the axis an effect,
+    ``A > 0``; true for axes the law holds fixed and for ``sum``). ``intervals``: per axis the
+    percentile interval at ``level`` and the median over the "ok" draws that identify the axis, with
+    ``n_draws`` used and ``n_failed`` left out. A draw without an effect on an axis leaves that axis
+    whatever budget the others do not take, so its slope describes the constraint and the solver,
+    not the data; mixed in, such draws pulled an interval away from the fitted slope (the default
+    study's d_traj: 0.898 against [0.281, 0.883], 55 of 100 draws without an effect).
     """
     rows, near = [], None
     for draw, law in enumerate(laws):
@@ -580,16 +585,19 @@ def bootstrap_exponents(laws: Sequence[Law], cost_model: Cost, budgets: Sequence
         failed = path.filter(pl.col("status") != "ok")["status"]
         status = "ok" if failed.is_empty() else failed[0]
         table = exponents(path).filter(pl.col("axis") != "share_weighted_sum")
-        rows += [{"draw": draw, "axis": axis, "slope": slope, "status": status}
+        rows += [{"draw": draw, "axis": axis, "slope": slope, "status": status,
+                  "identified": law.A.get(axis, 1.0) > 0}
                  for axis, slope in zip(table["axis"], table["slope"], strict=True)]
-    draws = pl.DataFrame(rows, schema={"draw": pl.Int64, "axis": pl.String, "slope": pl.Float64, "status": pl.String})
+    draws = pl.DataFrame(rows, schema={"draw": pl.Int64, "axis": pl.String, "slope": pl.Float64, "status": pl.String,
+                                       "identified": pl.Boolean})
     tail = (1 - level) / 2
-    ok = pl.col("status") == "ok"
+    used = (pl.col("status") == "ok") & pl.col("identified")
     intervals = (draws.group_by("axis", maintain_order=True)
-                 .agg(pl.col("slope").filter(ok).quantile(tail, "linear").alias("slope_lo"),
-                      pl.col("slope").filter(ok).median().alias("slope_median"),
-                      pl.col("slope").filter(ok).quantile(1 - tail, "linear").alias("slope_hi"),
-                      ok.sum().cast(pl.Int64).alias("n_draws"), (~ok).sum().cast(pl.Int64).alias("n_failed"))
+                 .agg(pl.col("slope").filter(used).quantile(tail, "linear").alias("slope_lo"),
+                      pl.col("slope").filter(used).median().alias("slope_median"),
+                      pl.col("slope").filter(used).quantile(1 - tail, "linear").alias("slope_hi"),
+                      used.sum().cast(pl.Int64).alias("n_draws"),
+                      (pl.col("status") != "ok").sum().cast(pl.Int64).alias("n_failed"))
                  .with_columns(pl.lit(level).alias("level")))
     return draws, intervals
 
