@@ -293,33 +293,11 @@ def _single_thread_torch() -> None:
     torch.set_num_threads(1)
 
 
-HEAP_WIDTH_MAX = 128
-"""Widest policy whose train job keeps its buffers on the heap (``_keep_buffers_on_the_heap``)."""
-
-
-def _keep_buffers_on_the_heap(width: int) -> None:
-    """glibc hands every freed block above its (adaptive) mmap threshold back to the kernel, so a
-    train job maps and faults in its larger tensors afresh at every step: 0.7-1.4 s of system time
-    per job (bench/README.md). Fixed thresholds (mmap 64 MB, trim 256 MB) keep them on the heap and
-    halve that. The heap then also keeps up to 256 MB of freed memory, which would take a width-256
-    job over its 500 MB, so only policies up to ``HEAP_WIDTH_MAX`` wide get them. A no-op where
-    the C library has no ``mallopt`` (not glibc)."""
-    import ctypes
-
-    mallopt = getattr(ctypes.CDLL(None), "mallopt", None)
-    if mallopt is None or width > HEAP_WIDTH_MAX:
-        return
-    m_trim_threshold, m_mmap_threshold = -1, -3
-    mallopt(m_mmap_threshold, 64 << 20)
-    mallopt(m_trim_threshold, 256 << 20)
-
-
 def train(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, str], outputs: Mapping[str, str]) -> None:
     """Train every seed of one grid point and evaluate each on the held-out pool, in one process:
     process start and the torch import (about 3 s) are paid once per grid point, not once per
     seed and stage."""
     _single_thread_torch()
-    _keep_buffers_on_the_heap(settings["design"]["width"])
     from axisrl.backends.tiny import (HeldoutStarts, TrainSettings, checkpoint, evaluate, policy_of, save_checkpoints,
                                       train as train_policy)
     from axisrl.datasets import select_training_data
