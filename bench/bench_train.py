@@ -2,8 +2,9 @@
 
 Run: python bench/bench_train.py [--updates 100] [--episodes 256] [--width 64] [--algo grpo] [--repeats 1]
 Prints per run: wall seconds of train() (process start, imports and pool synthesis excluded), the
-CPU-second split between rollouts and optimisation, env steps (= decisions) per second, and the
-process's peak RSS. Numbers to record in bench/README.md.
+CPU-second split between rollouts and optimisation, the seconds of the rollouts' policy forwards
+(torch arithmetic that no rewrite of the environment or the features removes), env steps (= decisions)
+per second, and the process's peak RSS. Numbers to record in bench/README.md.
 """
 
 from __future__ import annotations
@@ -52,7 +53,8 @@ def main() -> None:
         flops = result.compute["rollout_flops"] + result.compute["train_flops"]
         peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         print(f"run {repeat}: status={result.status} seconds={seconds:.2f} "
-              f"(cpu rollout={result.timings['rollout_seconds']:.2f} train={result.timings['train_seconds']:.2f}) "
+              f"(cpu rollout={result.timings['rollout_seconds']:.2f} train={result.timings['train_seconds']:.2f}; "
+              f"rollout policy forwards={result.timings['policy_seconds']:.2f}) "
               f"env_steps={steps} decisions/s={steps / seconds:.0f} episodes={result.compute['episodes']} "
               f"gflop={flops / 1e9:.1f} final_success={result.metrics[-1]['success_mean']:.3f} "
               f"peak_rss_mb={peak_mb:.0f}")
