@@ -54,7 +54,7 @@ def main() -> None:
         peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         print(f"run {repeat}: status={result.status} seconds={seconds:.2f} "
               f"(cpu rollout={result.timings['rollout_seconds']:.2f} train={result.timings['train_seconds']:.2f}; "
-              f"rollout policy forwards={result.timings['policy_seconds']:.2f}) "
+              f"wall in rollout policy forwards={result.timings['policy_seconds']:.2f}) "
               f"env_steps={steps} decisions/s={steps / seconds:.0f} episodes={result.compute['episodes']} "
               f"gflop={flops / 1e9:.1f} final_success={result.metrics[-1]['success_mean']:.3f} "
               f"peak_rss_mb={peak_mb:.0f}")
