@@ -1,6 +1,6 @@
-"""Tiny-backend training speed: one GRPO run (default 100 updates x 256 episodes) on one thread.
+"""Tiny-backend training speed: one GRPO run (default 100 updates x 32 visits x 8 rollouts) on one thread.
 
-Run: python bench/bench_train.py [--updates 100] [--episodes 256] [--width 64] [--algo grpo] [--repeats 1]
+Run: python bench/bench_train.py [--updates 100] [--visits 32] [--group-size 8] [--width 64] [--algo grpo] [--repeats 1]
 Prints per run: wall seconds of train() (process start, imports and pool synthesis excluded), the
 CPU-second split between rollouts and optimisation, the seconds of the rollouts' policy forwards
 (torch arithmetic that no rewrite of the environment or the features removes), env steps (= decisions)
@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--updates", type=int, default=100)
-    parser.add_argument("--episodes", type=int, default=256, help="episodes per update")
+    parser.add_argument("--visits", type=int, default=32, help="task visits (groups) per update")
     parser.add_argument("--group-size", type=int, default=8)
     parser.add_argument("--width", type=int, default=64)
     parser.add_argument("--algo", default="grpo", choices=["grpo", "ppo"])
@@ -42,9 +42,9 @@ def main() -> None:
     config = load_config(ROOT / "config" / "config.yaml", schema_path=ROOT / "config" / "schema.yaml")
     pool = toolworld.generate_pool(config["synthesize"])
     settings = TrainSettings(algo=args.algo, width=args.width, updates=args.updates,
-                             episodes_per_update=args.episodes, group_size=args.group_size)
+                             visits_per_update=args.visits, group_size=args.group_size)
     print(f"pool: {len(pool.envs)} envs, {len(pool.tasks)} tasks; {settings.algo} width={settings.width} "
-          f"updates={settings.updates} episodes/update={settings.episodes_per_update} G={settings.group_size}")
+          f"updates={settings.updates} visits/update={settings.visits_per_update} G={settings.group_size}")
     for repeat in range(args.repeats):
         start = time.perf_counter()
         result = train(pool.envs, pool.tasks, settings, seed=repeat)

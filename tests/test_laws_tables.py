@@ -71,7 +71,7 @@ def test_pool_construction_and_budget_tables_group_by_setting() -> None:
                                     grids={"d_traj": DEFAULT_GRIDS["d_traj"]}, seed=4).runs,
                      "budget_token_cap", budget="token_cap")
     budgets = budget_convention_table(pl.concat([default, capped]), ["d_traj"]).filter(pl.col("model") == "power")
-    assert budgets["budget"].to_list() == ["fixed_updates", "token_cap"]
+    assert budgets["budget"].to_list() == ["fixed_visits", "token_cap"]
     assert [covers(row, a) for row, a in zip(budgets.iter_rows(named=True), [0.15, 0.05], strict=True)] == [True, True]
 
 

@@ -23,7 +23,7 @@ def test_axis_sweeps_share_the_centre_and_the_plan_is_deterministic(config, sche
     designs = plan_designs(config["study"])
     centre = config["study"]["centre"]
     centres = [p for p in designs.values()
-               if all(getattr(p.design, axis) == centre[axis] for axis in AXES) and p.design.budget == "fixed_updates"
+               if all(getattr(p.design, axis) == centre[axis] for axis in AXES) and p.design.budget == "fixed_visits"
                and p.design.width == config["study"]["width"] and p.design.algo == "grpo"
                and p.design.env_level == "s1" and p.design.reward_density == "sparse" and p.design.worlds is None
                and p.design.source == "real"]
@@ -88,10 +88,17 @@ def test_designs_with_fewer_tasks_than_environments_are_refused(config, schema):
         jobs(config, schema)
 
 
-def test_groups_larger_than_an_update_are_refused(config, schema):
-    config["train"]["episodes_per_update"] = 16
-    with pytest.raises(ConfigError, match="d_traj=32 exceeds train.episodes_per_update=16"):
-        jobs(config, schema)
+def test_designs_that_cannot_execute_their_budget_are_refused_with_the_design_named(config, schema):
+    visits = copy.deepcopy(config)
+    visits["train"]["visits_per_update"] = 16  # more visits per update than the d_task = 8 point has tasks
+    with pytest.raises(ConfigError, match=r"fixed_visits design d_env=\d+ d_task=8 d_traj=8: "
+                                          r"train.visits_per_update=16 exceeds d_task=8 \(an update would visit a task twice\) "
+                                          r"\(axis_sweeps\)"):
+        jobs(visits, schema)
+    capped = copy.deepcopy(config)
+    capped["train"]["episodes_per_update"] = 16  # the token_cap sweep's d_traj = 64 cannot fill one update
+    with pytest.raises(ConfigError, match="token_cap design .* d_traj=64: d_traj=64 exceeds train.episodes_per_update=16"):
+        jobs(capped, schema)
 
 
 ENVS = pl.DataFrame({

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from dataclasses import replace
+
 import numpy as np
 import polars as pl
 import pytest
@@ -22,8 +24,8 @@ DATA_ALPHA = {"d_env": 0.5, "d_task": 0.3, "d_traj": 0.15}
 LAW = Law(E=0.2, A={"width": 2.0, "d_env": 3.0, "d_task": 4.0, "d_traj": 1.5},
           alpha={"width": 0.3, "d_env": 0.5, "d_task": 0.3, "d_traj": 0.15})
 NESTED = Law(E=0.2, A=LAW.A, alpha=LAW.alpha, m_star=20.0, k_star=30.0)
-LINEAR = CostModel("usd", c_width=50.0, c_env=20.0, c_task=1.0, c_traj=0.05, terms=("linear",))
-FULL = CostModel("gpu_seconds", c_width=50.0, c_env=20.0, c_task=1.0, c_traj=0.05, c_token=1e-6,
+LINEAR = CostModel("usd", visits=256.0, c_width=50.0, c_env=20.0, c_task=1.0, c_traj=0.05, terms=("linear",))
+FULL = CostModel("gpu_seconds", visits=256.0, c_width=50.0, c_env=20.0, c_task=1.0, c_traj=0.05, c_token=1e-6,
                  tokens_per_rollout=1000.0, model_size_exponent=2.0, steps_per_rollout=4.0, env_seconds_per_call=0.5,
                  verifier_seconds_per_rollout=1.0, c_second=1e-3, failed_fraction=0.2, utilization=0.5)
 WIDTH = {"width": (1.0, 1e6)}
@@ -53,7 +55,7 @@ def _inverse_alpha_rule(alpha: Mapping[str, float]) -> dict[str, float]:
 
 def test_full_cost_matches_the_stated_formula():
     n, d_env, d_task, d_traj = DESIGN.values()
-    rollouts = d_task * d_traj
+    rollouts = FULL.visits * d_traj  # the training budget's visits, d_traj rollouts each
     expected = (50.0 * n / 0.5 + 20.0 * d_env + 1.0 * d_task
                 + rollouts / 0.8 * (0.05 + 1e-6 * n**2 * 1000.0 / 0.5 + (4.0 * 0.5 + 1.0) * 1e-3))
     assert float(FULL.cost(DESIGN)) == pytest.approx(expected, rel=1e-12)
@@ -72,7 +74,7 @@ def test_each_term_in_table19_order_raises_the_cost():
         assert float(FULL.perturbed(name, 1.5).cost(DESIGN)) > float(FULL.cost(DESIGN)), name
     assert float(FULL.perturbed("utilization", 1.5).cost(DESIGN)) < float(FULL.cost(DESIGN))
     # N is a width: with model_size_exponent 2 the bilinear term grows as width^2
-    bilinear = CostModel("flop", c_token=1e-6, tokens_per_rollout=1000.0, model_size_exponent=2.0,
+    bilinear = CostModel("flop", visits=256.0, c_token=1e-6, tokens_per_rollout=1000.0, model_size_exponent=2.0,
                          terms=("linear", "bilinear"))
     assert float(bilinear.cost(DESIGN | {"width": 128.0})) == pytest.approx(4 * float(bilinear.cost(DESIGN)))
 
@@ -90,13 +92,14 @@ def test_log_gradient_matches_finite_differences(label):
 
 
 @pytest.mark.parametrize("config, match", [
-    ({"currency": "usd", "c_env": -1.0}, "c_env"),
-    ({"currency": "usd", "failed_fraction": 1.0}, "failed_fraction"),
-    ({"currency": "usd", "utilization": 0.0}, "utilization"),
-    ({"currency": "usd", "utilization": 1.2}, "utilization"),
-    ({"currency": "usd", "terms": ["linear", "turbo"]}, "terms"),
-    ({"currency": ""}, "currency"),
-    ({"currency": "usd", "c_gpu": 1.0}, "unknown"),
+    ({"currency": "usd", "c_env": -1.0, "visits": 1.0}, "c_env"),
+    ({"currency": "usd", "failed_fraction": 1.0, "visits": 1.0}, "failed_fraction"),
+    ({"currency": "usd", "utilization": 0.0, "visits": 1.0}, "utilization"),
+    ({"currency": "usd", "utilization": 1.2, "visits": 1.0}, "utilization"),
+    ({"currency": "usd", "terms": ["linear", "turbo"], "visits": 1.0}, "terms"),
+    ({"currency": "", "visits": 1.0}, "currency"),
+    ({"currency": "usd", "c_gpu": 1.0, "visits": 1.0}, "unknown"),
+    ({"currency": "usd", "visits": 0.0}, "visits"),
 ])
 def test_cost_model_refuses_bad_coefficients(config, match):
     with pytest.raises(ValueError, match=match):
@@ -104,7 +107,8 @@ def test_cost_model_refuses_bad_coefficients(config, match):
 
 
 def test_from_mapping_orders_terms_and_perturbed_scales_one_coefficient():
-    model = CostModel.from_mapping({"currency": "flop", "c_env": 2.0, "terms": ["failure", "linear"]})
+    model = CostModel.from_mapping({"currency": "flop", "visits": 8.0, "c_env": 2.0,
+                                    "terms": ["failure", "linear"]})
     assert model.terms == ("linear", "failure")
     assert model.perturbed("c_env", 0.5).c_env == 1.0
     with pytest.raises(ValueError, match="failed_fraction"):
@@ -199,12 +203,13 @@ def test_kkt_check_accepts_the_optimum_and_refuses_another_design_on_the_budget(
 
 def test_binding_bounds_are_reported():
     useless_traj = Law(E=0.2, A={**LAW.A, "d_traj": 1e-4}, alpha=LAW.alpha)
-    allocation = solve(useless_traj, LINEAR, 1e6, bounds={"width": (1.0, 300.0)}, starts=4)
+    dear_rollouts = replace(LINEAR, visits=1e5)  # a trajectory per visit costs more than it buys
+    allocation = solve(useless_traj, dear_rollouts, 1e6, bounds={"width": (1.0, 300.0)}, starts=4)
     assert allocation.status == "ok"
     assert {"d_traj>=lower", "width<=upper"} <= set(allocation.binding)
     assert allocation.values["d_traj"] == pytest.approx(1.0)
     assert allocation.values["width"] == pytest.approx(300.0)
-    path = recipe_path(useless_traj, LINEAR, log_budgets(1e6, 1e7, 3), bounds={"width": (1.0, 300.0)}, starts=2,
+    path = recipe_path(useless_traj, dear_rollouts, log_budgets(1e6, 3e6, 3), bounds={"width": (1.0, 300.0)}, starts=2,
                        local=False)
     table = exponents(path).filter(pl.col("axis").is_in(["width", "d_traj"]))
     assert table["pinned"].all() and (table["slope"] == 0.0).all()
@@ -294,7 +299,7 @@ def test_a_draw_without_an_effect_on_an_axis_is_left_out_of_that_axis_interval()
     law = Law(E=0.3, A={"d_env": 2.0, "d_task": 3.0, "d_traj": 1.0}, alpha={"d_env": 0.5, "d_task": 0.3, "d_traj": 0.2})
     draws = [Law(law.E, law.A, {**law.alpha, "d_traj": a}) for a in (0.15, 0.2, 0.25)]
     draws += [Law(law.E, {**law.A, "d_traj": 0.0}, law.alpha) for _ in range(2)]
-    model = CostModel("usd", c_width=50.0, c_env=20.0, c_task=1.0, c_traj=0.05, terms=("linear",))
+    model = CostModel("usd", visits=1024.0, c_width=50.0, c_env=20.0, c_task=1.0, c_traj=0.05, terms=("linear",))
     centre = float(model.cost({"width": 64.0, "d_env": 8.0, "d_task": 64.0, "d_traj": 4.0}))
     per_draw, intervals = bootstrap_exponents(draws, model, log_budgets(centre, 1.8 * centre, 4), bounds=bounds,
                                               fixed={"width": 64.0}, starts=2)
@@ -330,7 +335,8 @@ def test_tables_19_and_21_mark_an_axis_the_law_gives_no_effect_as_not_identified
     fitted = FittedLaw(pl.DataFrame(), law, [law], {"width": (16.0, 4096.0), "d_env": (1.0, 1e3), "d_task": (1.0, 1e5)},
                        Design(d_env=30, d_task=500, d_traj=8, width=64, algo="grpo", reward_density="dense"), 0.0, 1.0)
     settings = RecipeSettings(tier="T2", cost=asdict(FULL), budgets={"low": 0.5, "high": 4.0, "n": 4}, strategies=(),
-                              validation={}, n_boot=0, seed=0, perturbation=0.5, episodes_per_update=64)
+                              validation={}, n_boot=0, seed=0, perturbation=0.5,
+                              train={"updates": 32, "visits_per_update": 8, "capped_update_factor": 4})
     drivers = dict.fromkeys(("rollout_steps_per_trajectory", "env_seconds_per_call", "verifier_seconds_per_trajectory",
                              "failed_rollout_fraction", "utilization", "flops_per_width2_step"))  # FULL sets them all
     flags = [f"identified_{axis}" for axis in RECIPE_AXES]
@@ -353,8 +359,8 @@ def test_default_cost_model_does_not_move_with_measured_wall_times(schema):
     counts = {"rollout_steps_per_trajectory": 6.76, "failed_rollout_fraction": 0.548, "flops_per_width2_step": 412.0}
     fast = {**counts, "env_seconds_per_call": 1.80e-5, "verifier_seconds_per_trajectory": 1.12e-5, "utilization": 0.353}
     slow = {**counts, "env_seconds_per_call": 2.5e-5, "verifier_seconds_per_trajectory": 2.0e-5, "utilization": 0.30}
-    assert cost_model(settings, fast) == cost_model(settings, slow)
-    assert cost_model(settings, fast).steps_per_rollout == 6.76  # count drivers stay measured
+    assert cost_model(settings, fast, 320) == cost_model(settings, slow, 320)
+    assert cost_model(settings, fast, 320).steps_per_rollout == 6.76  # count drivers stay measured
 
-    measured = cost_model({**settings, "env_seconds_per_call": None, "utilization": None}, slow)
+    measured = cost_model({**settings, "env_seconds_per_call": None, "utilization": None}, slow, 320)
     assert (measured.env_seconds_per_call, measured.utilization) == (2.5e-5, 0.30)

@@ -24,7 +24,7 @@ LAW = Law(E=0.3, A={"d_env": 2.0, "d_task": 3.0, "d_traj": 1.0}, alpha={"d_env":
 RANGES = {"d_env": (2.0, 64.0), "d_task": (8.0, 1024.0), "d_traj": (1.0, 32.0)}
 CENTRE = {"width": 64.0, "d_env": 8.0, "d_task": 64.0, "d_traj": 4.0}
 FIXED = {"width": CENTRE["width"]}
-MODEL = CostModel("flop", c_width=1e3, c_env=2e5, c_task=1e4, c_traj=100.0, c_token=1.0, tokens_per_rollout=20.0,
+MODEL = CostModel("flop", visits=64.0, c_width=1e3, c_env=2e5, c_task=1e4, c_traj=100.0, c_token=1.0, tokens_per_rollout=20.0,
                   model_size_exponent=2.0, terms=("linear", "bilinear"))
 UNIT = float(MODEL.cost(CENTRE))
 MIN_COST = float(MODEL.cost(FIXED | {a: lo for a, (lo, _) in RANGES.items()}))

@@ -23,8 +23,8 @@ from axisrl.domains.toolworld.env import VerifyResult
 from axisrl.domains.toolworld.runtime import FINISH
 from conftest import SCHEMA_PATH, SMOKE_CONFIG
 
-QUICK = {"updates": 3, "episodes_per_update": 16, "group_size": 4, "width": 16}
-LEARN = {"updates": 20, "episodes_per_update": 16, "group_size": 4, "width": 16, "lr": 0.03}
+QUICK = {"updates": 3, "visits_per_update": 4, "group_size": 4, "width": 16}
+LEARN = {"updates": 20, "visits_per_update": 4, "group_size": 4, "width": 16, "lr": 0.03}
 LEARN_TASKS = 8
 SEEDS = (0, 1)
 train_module = importlib.import_module("axisrl.backends.tiny.train")  # the package's ``train`` is the function
@@ -113,8 +113,8 @@ def test_reference_solutions_replay_through_the_compact_view(pool, playable):
 
 
 def test_synthetic_trajectories_join_the_groups(pool, playable, monkeypatch):
-    """Tasks per update = episodes_per_update // (group_size + per_group); each group holds its
-    real rollouts and its synthetic trajectories (scored by their labels) under one group id."""
+    """An update visits visits_per_update tasks; each group holds its real rollouts and its
+    synthetic trajectories (scored by their labels) under one group id."""
     seen: list[tuple[torch.Tensor, torch.Tensor]] = []
     advantage = train_module.compute_grpo_outcome_advantage
 
@@ -123,10 +123,10 @@ def test_synthetic_trajectories_join_the_groups(pool, playable, monkeypatch):
         return advantage(scores, index, *args)
 
     monkeypatch.setattr(train_module, "compute_grpo_outcome_advantage", recording)
-    settings = quick(episodes_per_update=24, group_size=4)
+    settings = quick(visits_per_update=4, group_size=4)
     result = tiny.train(pool.envs, playable, settings, seed=0,
                         synthetic=tiny.SyntheticTrajectories(2, references(playable)))
-    groups = 24 // (4 + 2)
+    groups = 4
     compute = result.compute
     assert compute["episodes"] == QUICK["updates"] * groups * 4
     assert compute["synthetic_episodes"] == QUICK["updates"] * groups * 2
@@ -150,7 +150,7 @@ def test_unexpressible_replays_are_counted_as_unmatched(pool, playable):
     """Each of a group's replays that reaches a call the view cannot offer counts once."""
     ids = {t["task_id"] for t in playable}
     others = [t for t in pool.tasks if t["task_id"] not in ids]
-    result = tiny.train(pool.envs, others, quick(updates=1, episodes_per_update=8 * len(others)), seed=0,
+    result = tiny.train(pool.envs, others, quick(updates=1, visits_per_update=len(others)), seed=0,
                         synthetic=tiny.SyntheticTrajectories(4, references(others)))
     assert result.compute["synthetic_unmatched_steps"] == 4 * len(others)
 
@@ -178,9 +178,9 @@ def test_the_same_seed_gives_the_same_synthetic_run(pool, playable, kind):
     plain = tiny.train(pool.envs, playable, quick(), seed=3)
     assert first.param_hash == again.param_hash and first.metrics == again.metrics
     assert first.param_hash != plain.param_hash
-    assert first.compute["synthetic_episodes"] == QUICK["updates"] * (16 // 8) * 4
+    assert first.compute["synthetic_episodes"] == QUICK["updates"] * QUICK["visits_per_update"] * 4
     if kind == "simulate":  # one experience model per group, its rollouts sharing it
-        assert len(calls) == 2 * QUICK["updates"] * (16 // 8) and calls[:len(calls) // 2] == calls[len(calls) // 2:]
+        assert len(calls) == 2 * QUICK["updates"] * QUICK["visits_per_update"] and calls[:len(calls) // 2] == calls[len(calls) // 2:]
         assert first.compute["synthetic_unmatched_steps"] == 0 and first.compute["synthetic_env_steps"] > 0
 
 

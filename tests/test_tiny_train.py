@@ -22,7 +22,7 @@ from axisrl.domains.toolworld.render import CompactEpisode
 POOL = {"n_worlds": 4, "variants_per_world": 2, "contents_per_variant": 1, "reskins_per_world": 0,
         "tasks_per_env": 6,
         "heldout": {"tasks_per_env": 3, "t0_envs": 2, "t1_envs": 2, "t2_worlds": 2, "t2_variants_per_world": 1}}
-QUICK = {"updates": 3, "episodes_per_update": 16, "group_size": 4, "width": 16}
+QUICK = {"updates": 3, "visits_per_update": 4, "group_size": 4, "width": 16}
 RECORD_KEYS = {"task_id", "env_id", "tier", "success", "reward", "partial", "steps", "tool_calls", "errors"}
 train_module = importlib.import_module("axisrl.backends.tiny.train")  # the package's ``train`` is the function
 
@@ -44,8 +44,8 @@ def test_settings_reject_unknown_keys_and_bad_values():
         tiny.TrainSettings.from_dict({"learning_rate": 0.1})
     with pytest.raises(ValueError, match="loss_agg_mode"):
         tiny.TrainSettings(loss_agg_mode="mean")
-    with pytest.raises(ValueError, match="group_size"):
-        tiny.TrainSettings(episodes_per_update=4, group_size=8)
+    with pytest.raises(ValueError, match="visits_per_update"):
+        tiny.TrainSettings(visits_per_update=0)
     assert tiny.TrainSettings().clip_high == 0.28 and tiny.TrainSettings(algo="ppo").clip_high == 0.2
 
 
@@ -66,8 +66,9 @@ def test_metrics_and_compute_totals_agree(pool):
     assert all(keys <= set(row) for row in result.metrics)
     for key in ("env_steps", "episodes", "rollout_flops", "train_flops", "zero_variance_groups"):
         assert result.compute[key] == sum(row[key] for row in result.metrics)
-    assert result.compute["episodes"] == QUICK["updates"] * QUICK["episodes_per_update"]
-    assert result.compute["distinct_tasks_seen"] == QUICK["updates"] * QUICK["episodes_per_update"] // 4
+    assert result.compute["visits"] == QUICK["updates"] * QUICK["visits_per_update"]
+    assert result.compute["episodes"] == result.compute["visits"] * QUICK["group_size"]
+    assert result.compute["distinct_tasks_seen"] == QUICK["updates"] * QUICK["visits_per_update"]
     assert all(row["rollout_flops"] > 0 and row["train_flops"] > 0 for row in result.metrics)
     assert all(row["kl"] >= 0 for row in result.metrics)
 
@@ -85,6 +86,11 @@ def test_the_env_step_cap_is_exact_and_the_flop_cap_stops_the_run(pool):
     budget = full.compute["rollout_flops"] + full.compute["train_flops"]
     flop_capped = tiny.train(pool.envs, pool.tasks, quick(updates=50, max_flops=2.5 * budget), seed=0)
     assert 2 <= flop_capped.compute["updates"] < 50
+    spent = flop_capped.compute["rollout_flops"] + flop_capped.compute["train_flops"]
+    dearest = max(row["rollout_flops"] + row["train_flops"] for row in flop_capped.metrics)
+    # updates close in on the cap in whole visits, so the run ends less than an update from it
+    assert abs(spent - 2.5 * budget) < dearest
+    assert any(row["groups"] < QUICK["visits_per_update"] for row in flop_capped.metrics)
 
 
 def test_divergence_ends_the_run_with_status_failed(pool, monkeypatch):

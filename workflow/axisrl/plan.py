@@ -15,6 +15,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from axisrl.budget import BUDGET_KEYS, DEFAULT_CONVENTION, budget_problems, training_budget
 from axisrl.config import ConfigError, StageSpec, canonical_json
 from axisrl.synthesis import CORE_SUFFIX, method_of
 
@@ -43,11 +44,14 @@ class Design:
     reward_density: str
     env_level: str = "s1"
     worlds: int | None = None
-    budget: str = "fixed_updates"
+    budget: str = DEFAULT_CONVENTION
+    """The training-budget convention (``axisrl.budget``)."""
     source: str = "real"
     """``"real"``, or the synthetic method mixed in (``axisrl.synthesis``), at ``ratio`` synthetic
     units per real unit on the method's axis."""
     ratio: float = 0.0
+    flop_budget: float | None = None
+    """The executed FLOPs a ``charged_flops`` design is charged (the recipe's strategy runs); None otherwise."""
 
     def as_dict(self) -> dict[str, Any]:
         """The fields by name: ``dataclasses.asdict`` without its recursive deep copy (every field
@@ -248,13 +252,14 @@ class PointJobs:
     evaluate: StageSpec | None
 
 
-def check_designs(designs: Mapping[str, PlannedDesign], episodes_per_update: int) -> None:
+def check_designs(designs: Mapping[str, PlannedDesign], train: Mapping[str, Any]) -> None:
     """Designs the data or the budget cannot honour: fewer tasks than environments leaves
-    environments unused; a group larger than an update's episodes cannot be sampled."""
+    environments unused; a design that cannot execute its training budget (``budget_problems``)."""
     problems = [f"d_env={p.design.d_env} d_task={p.design.d_task} ({', '.join(p.families)})"
                 for p in designs.values() if p.design.d_task < p.design.d_env]
-    problems += [f"d_traj={p.design.d_traj} exceeds train.episodes_per_update={episodes_per_update} "
-                 f"({', '.join(p.families)})" for p in designs.values() if p.design.d_traj > episodes_per_update]
+    problems += [f"{p.design.budget} design d_env={p.design.d_env} d_task={p.design.d_task} d_traj={p.design.d_traj}: "
+                 f"{problem} ({', '.join(p.families)})"
+                 for p in designs.values() for problem in budget_problems(p.design.as_dict(), train)]
     problems += [f"d_env={p.design.d_env} is not a multiple of worlds={p.design.worlds} ({', '.join(p.families)})"
                  for p in designs.values() if p.design.worlds and p.design.d_env % p.design.worlds]
     problems += [f"{p.design.source} at ratio {p.design.ratio:g} adds {column}={amount:g} (not a whole number >= 1: "
@@ -276,18 +281,13 @@ ALGO_ONLY = {
 
 def backend_settings(train: Mapping[str, Any], design: Mapping[str, Any]) -> dict[str, Any]:
     """What one design's runs are trained with: the study-wide ``train`` section resolved for the
-    design (its budget's cap, its algorithm's options, its axes). The train key hashes exactly
-    this, so an option a design does not read (a cap of another budget, the other algorithm's
+    design (its training budget, its algorithm's options, its axes). The train key hashes exactly
+    this, so an option a design does not read (a cap of another convention, the other algorithm's
     options) never retrains it."""
-    budget = design["budget"]
-    caps = {"max_rollout_steps": train["token_cap"] if budget == "token_cap" else None,
-            "max_flops": train["flop_cap"] if budget == "iso_flop" else None}
-    updates = train["updates"] if budget == "fixed_updates" else train["updates"] * train["capped_update_factor"]
-    unread = {"backend", "llm", "token_cap", "flop_cap", "capped_update_factor"}
+    unread = {"backend", "llm", *BUDGET_KEYS}
     unread.update(option for algo, options in ALGO_ONLY.items() if algo != design["algo"] for option in options)
-    return {**{k: v for k, v in train.items() if k not in unread}, **caps, "updates": updates,
-            "algo": design["algo"], "width": design["width"], "group_size": design["d_traj"],
-            "reward_density": design["reward_density"]}
+    return {**{k: v for k, v in train.items() if k not in unread}, **training_budget(design, train).trainer_settings(),
+            "algo": design["algo"], "width": design["width"], "reward_density": design["reward_density"]}
 
 
 def point_jobs(design: Design, seeds: Sequence[int], hashed: Mapping[str, Any], dedup_key: str,
@@ -319,7 +319,7 @@ def study_jobs(cfg: Mapping[str, Any], hashed: Mapping[str, Any], dedup_key: str
     source never retrains a real-only run.
     """
     designs = plan_designs(cfg["study"])
-    check_designs(designs, cfg["train"]["episodes_per_update"])
+    check_designs(designs, cfg["train"])
     plan_spec = StageSpec("plan", {"domain": hashed["domain"], "study": hashed["study"]})
     points = {}
     for point_key, planned in designs.items():

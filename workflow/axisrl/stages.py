@@ -19,6 +19,7 @@ import polars as pl
 
 from axisrl import dedup as dedup_math
 from axisrl import domains
+from axisrl.budget import training_budget
 from axisrl.artifacts import catalog, read_artifact, write_artifact
 from axisrl.config import StageSpec
 from axisrl.plan import backend_settings
@@ -310,6 +311,9 @@ def train(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, str
     heldout_envs, heldout_tasks = (frame.to_dicts() for frame in _heldout(inputs))
     synthetic = synthetic_trajectories(design, tasks, inputs, settings.get("sources"))
     backend = TrainSettings.from_dict(backend_settings(settings["train"], design))
+    budget = training_budget(design, settings["train"])
+    planned = {"budget_visits": budget.visits, "budget_rollouts": budget.rollouts,
+               "max_rollout_steps": budget.max_rollout_steps, "max_flops": budget.max_flops}
     horizon = float(np.mean([json.loads(spec)["max_steps"] for spec in envs["spec"]]))
     effective = effective_d_task(tasks)
     metrics, runs, episodes, checkpoints = [], [], [], {}
@@ -325,7 +329,8 @@ def train(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, str
         runs.append({"run_key": run, "seed": seed, "status": result.status, "error": result.error,
                      "param_hash": result.param_hash,
                      "train_success": float(np.mean([row["success_mean"] for row in tail])) if tail else None,
-                     **result.compute, **cost_drivers(result.compute, result.timings, horizon), **effective})
+                     **result.compute, "executed_compute": result.compute["rollout_flops"] + result.compute["train_flops"],
+                     **planned, **cost_drivers(result.compute, result.timings, horizon), **effective})
         checkpoints[seed] = checkpoint(result)
         rows = evaluate(policy_of(checkpoints[seed]), heldout_envs, heldout_tasks, settings["evaluate"]["seed"],
                         starts=starts)
@@ -374,8 +379,10 @@ def train_verl(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str
         log.warning("train %s seed %d recorded as failed: %s", run, seed, result.error)
     done = result.metrics
     tail = [row["success_mean"] for row in done[-max(1, len(done) // 5):] if row["success_mean"] is not None]
+    budget = training_budget(design, settings["train"])
     run_row = {"run_key": run, "seed": seed, "status": result.status, "error": result.error, "updates": len(done),
-               "episodes": sum(row["episodes"] or 0 for row in done),
+               "visits": len(done) * budget.visits_per_update, "budget_visits": budget.visits,
+               "budget_rollouts": budget.rollouts, "episodes": sum(row["episodes"] or 0 for row in done),
                "env_steps": sum(row["env_steps"] or 0 for row in done),
                "train_success": float(np.mean(tail)) if tail else None}
     write_artifact(pl.DataFrame([{"run_key": run, "seed": seed, **row} for row in done], infer_schema_length=None),
@@ -549,8 +556,7 @@ def _recipe_settings(settings: Mapping[str, Any]) -> Any:
     recipe = settings["recipe"]
     return RecipeSettings(tier=recipe["tier"], cost=recipe["cost"][settings["domain"]], budgets=recipe["budgets"],
                           strategies=recipe["strategies"], validation=recipe["validation"], n_boot=recipe["n_boot"],
-                          seed=recipe["seed"], perturbation=recipe["perturbation"],
-                          episodes_per_update=settings["episodes_per_update"])
+                          seed=recipe["seed"], perturbation=recipe["perturbation"], train=settings["train"])
 
 
 def recipe(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, str],
@@ -564,7 +570,7 @@ def recipe(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, st
     runs = read_artifact(inputs["runs"], "collect")
     runs = runs.filter(pl.col("domain") == settings["domain"])
     drivers = study.drivers_table(runs)
-    model = study.cost_model(options.cost, drivers.row(0, named=True))
+    model = study.cost_model(options.cost, drivers.row(0, named=True), options.visits)
     fitted = study.fit_recipe_law(runs, read_artifact(inputs["episodes"], "collect"), options)
     log.info("recipe law over %s: %s; centre cost %.3g %s", sorted(fitted.law.alpha), fitted.law,
              study.centre_cost(fitted, model), model.currency)
@@ -591,12 +597,12 @@ def recipe(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, st
 
 def validate(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, str],
              outputs: Mapping[str, str]) -> None:
-    """The strategy runs measured against their pre-registered predictions, and the recipe's
-    compute efficiency over each baseline at each compute level."""
-    from axisrl.laws.data import pool_points
+    """The strategy runs measured against their pre-registered predictions, what each spent against
+    what it was charged, and the recipe's compute efficiency over each baseline at each level."""
+    from axisrl.laws.data import pool_points, usable_runs
     from axisrl.plan import run_key
     from axisrl.recipe import CostModel
-    from axisrl.recipe.study import efficiency_table, law_from_frame
+    from axisrl.recipe.study import accounting, efficiency_table, law_from_frame
 
     strategies = read_artifact(inputs["strategies"], "recipe")
     trained = pl.concat([read_artifact(p, "train") for p in inputs["train_runs"]], how="diagonal_relaxed")
@@ -607,20 +613,34 @@ def validate(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, 
     runs = trained.join(success_by_tier(episodes), on="run_key", how="left").join(keys, on="run_key")
     tier = settings["recipe"]["tier"]
     measured = pool_points(runs, ["point_key"], tier)
-    table = strategies.join(measured.select("point_key", "n_seeds", "p", "loss", "loss_se", "trials"),
-                            on="point_key", how="left").with_columns(
-        p_se=(pl.col("p") * (1 - pl.col("p")) / pl.col("trials")).sqrt(),
-        inside_interval=pl.col("p").is_between(pl.col("success_lo"), pl.col("success_hi")))
+    spent = accounting(runs.join(strategies.select("point_key", "charged_compute"), on="point_key"), ["point_key"])
+    table = (strategies.join(measured.select("point_key", "n_seeds", "p", "loss", "loss_se", "trials"),
+                             on="point_key", how="left")
+             .join(spent.drop("charged_compute"), on="point_key", how="left")
+             .with_columns(p_se=(pl.col("p") * (1 - pl.col("p")) / pl.col("trials")).sqrt(),
+                           inside_interval=pl.col("p").is_between(pl.col("success_lo"), pl.col("success_hi")),
+                           total_cost=pl.col("executed_compute") + pl.col("declared_price"))
+             .with_columns(total_over_budget=pl.col("total_cost") / pl.col("compute")))
     law, draws, ranges, fixed = law_from_frame(read_artifact(inputs["law"], "recipe"))
     cost_row = read_artifact(inputs["cost"], "recipe").row(0, named=True)
     model = CostModel.from_mapping({k: v for k, v in cost_row.items() if k != "domain"})
-    efficiency = efficiency_table(strategies, measured, law, draws, model, ranges, fixed,
-                                  settings["recipe"]["efficiency_draws"], settings["recipe"]["seed"])
+    seed_runs, _ = usable_runs(runs, tier)
+    efficiency = efficiency_table(table, seed_runs.select("point_key", "successes", "trials"), law, draws, model,
+                                  ranges, fixed, settings["recipe"]["efficiency_draws"],
+                                  settings["recipe"]["efficiency_boot"], settings["recipe"]["seed"])
     write_artifact(table, outputs["measured"], spec)
     write_artifact(efficiency, outputs["efficiency"], spec)
+    for row in table.iter_rows(named=True):
+        log.info("%s %s at %gx: spent %.3g (executed %.3g of %.3g charged, x%.3f), measured %.3f", row["role"],
+                 row["strategy"], row["compute_factor"], row["total_cost"], row["executed_compute"],
+                 row["charged_compute"], row["executed_over_charged"], row["p"])
     for row in table.filter(pl.col("role") == "validation").iter_rows(named=True):
         log.info("validation at %gx: measured %.3f, predicted %.3f [%.3f, %.3f], inside: %s", row["compute_factor"],
                  row["p"], row["predicted_success"], row["success_lo"], row["success_hi"], row["inside_interval"])
+    for row in efficiency.iter_rows(named=True):
+        log.info("efficiency over %s at %gx: measured %.3g [%.3g, %.3g] (%s), predicted %s", row["baseline"],
+                 row["compute_factor"], row["measured_efficiency"], row["measured_efficiency_lo"],
+                 row["measured_efficiency_hi"], row["measured_status"], row["predicted_efficiency"])
 
 
 def figure(spec: StageSpec | None, settings: Mapping[str, Any], inputs: Mapping[str, str],
@@ -658,9 +678,17 @@ def figure(spec: StageSpec | None, settings: Mapping[str, Any], inputs: Mapping[
 def table(spec: StageSpec | None, settings: Mapping[str, Any], inputs: Mapping[str, str],
           outputs: Mapping[str, str]) -> None:
     """One named table of the paper from the collected runs, as Markdown and CSV."""
-    from axisrl.report.tables import TABLES, write_table
+    from axisrl.report.tables import TABLES, table9, write_table
 
-    (source,) = inputs.values()
-    frame = TABLES[settings["table"]](read_artifact(source))
+    if settings["table"] == "table9":
+        from axisrl.recipe import study
+
+        runs = read_artifact(inputs["runs"], "collect")
+        model = (study.cost_model(settings["cost"], study.drivers_table(runs).row(0, named=True), settings["visits"])
+                 if settings["cost"] else None)
+        frame = table9(runs, model, read_artifact(inputs["measured"], "validate") if "measured" in inputs else None)
+    else:
+        (source,) = inputs.values()
+        frame = TABLES[settings["table"]](read_artifact(source))
     write_table(frame, outputs["markdown"], outputs["csv"], settings["title"])
     log.info("%s: %d rows", settings["table"], frame.height)

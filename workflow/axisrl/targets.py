@@ -21,7 +21,8 @@ LAW_TABLES = {
 }
 """The tables computed by the ``laws`` stage: target name -> title."""
 
-TABLE9_TITLE = "Table 9: training-signal accounting along the d_env sweep"
+TABLE9_TITLE = ("Table 9: training-signal accounting along every sweep and for the strategy runs (compute: "
+                "FLOPs the runs executed, against what their budgets are charged, declared prices excluded)")
 
 PRICING_FRAMES = ("pricing", "collapse", "curves", "table3", "table16", "table17")
 """Every frame the ``pricing`` stage writes."""

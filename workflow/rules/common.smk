@@ -1,6 +1,7 @@
 # Config validation, stage keys and paths: everything the rules look up, computed once at parse time.
 import functools
 
+from axisrl.budget import TRAIN_KEYS, visits_per_run
 from axisrl.config import (
     ConfigError,
     StageSpec,
@@ -66,13 +67,15 @@ PRICING_SPEC = StageSpec(
     {"collect": COLLECT_SPEC.key},
 )
 PRICING_DIR = f"{RESULTS}/pricing/{PRICING_SPEC.key}"
+RECIPE_TRAIN = {key: CONFIG["train"][key] for key in TRAIN_KEYS["charged_flops"]}
+"""The training-budget keys the recipe reads: its strategy runs are ``charged_flops`` designs."""
 RECIPE_SPEC = StageSpec(
     "recipe",
     {
         "recipe": hashed_part(CONFIG, SCHEMA)["recipe"],
         "domain": CONFIG["domain"],
         "seeds": CONFIG["study"]["seeds"],
-        "episodes_per_update": CONFIG["train"]["episodes_per_update"],
+        "train": RECIPE_TRAIN,
     },
     {"collect": COLLECT_SPEC.key},
 )
@@ -254,6 +257,22 @@ def validate_inputs(wildcards):
         "train_runs": [path for p in points for path in train_runs_of(p)],
         "episodes": [episodes_path(p) for p in points],
     }
+
+
+def table9_inputs(wildcards):
+    """The collected runs, and the strategy runs' accounting when the recipe is on."""
+    inputs = {"runs": f"{COLLECT_DIR}/runs.parquet"}
+    if CONFIG["recipe"]["enabled"]:
+        inputs["measured"] = f"{VALIDATE_DIR}/measured.parquet"
+    return inputs
+
+
+TABLE9_SETTINGS = {
+    "table": "table9",
+    "title": TABLE9_TITLE,
+    "cost": CONFIG["recipe"]["cost"].get(CONFIG["domain"], {}),
+    "visits": visits_per_run(CONFIG["train"]),
+}
 
 
 def recipe_targets():

@@ -20,7 +20,7 @@ checkpoint recipe:
             "recipe": CONFIG["recipe"],
             "domain": CONFIG["domain"],
             "seeds": CONFIG["study"]["seeds"],
-            "episodes_per_update": CONFIG["train"]["episodes_per_update"],
+            "train": RECIPE_TRAIN,
         },
     script:
         "../scripts/recipe.py"

@@ -1,6 +1,6 @@
 rule table9:
     input:
-        runs=rules.collect.output.runs,
+        unpack(table9_inputs),
     output:
         markdown=f"{RESULTS}/tables/table9.md",
         csv=f"{RESULTS}/tables/table9.csv",
@@ -11,7 +11,7 @@ rule table9:
     threads: 1
     params:
         spec=None,
-        settings={"table": "table9", "title": TABLE9_TITLE},
+        settings=TABLE9_SETTINGS,
     script:
         "../scripts/table.py"
 

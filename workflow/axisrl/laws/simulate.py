@@ -22,9 +22,10 @@ from axisrl.plan import Design, run_key
 DEFAULT_GRIDS: dict[str, tuple[int, ...]] = {"d_env": (1, 2, 4, 8, 16, 32), "d_task": (8, 16, 32, 64, 128, 256),
                                              "d_traj": (2, 4, 8, 16, 32, 64)}
 DEFAULT_CENTRE: dict[str, int] = {"d_env": 8, "d_task": 32, "d_traj": 8}
-EPISODES_PER_RUN = 2048
+VISITS_PER_RUN = 256
 STEPS_PER_EPISODE = 4
-"""Compute columns follow the fixed-updates convention: every run trains on the same episodes."""
+"""Compute columns follow the default ``fixed_visits`` budget: every run visits tasks as often,
+``d_traj`` rollouts a visit."""
 
 
 class SimulatedStudy(NamedTuple):
@@ -78,11 +79,12 @@ def simulate_study(law: Law | Callable[[pl.DataFrame], np.ndarray], *,
         p = success[:, in_tier].mean(axis=1)
         columns |= {f"n_{tier}": np.full(runs.height, n), f"p_{tier}": p, f"se_{tier}": np.sqrt(p * (1 - p) / n),
                     f"loss_{tier}": -np.log(np.clip(p, 0.5 / n, 1 - 0.5 / n))}
-    env_steps = EPISODES_PER_RUN * STEPS_PER_EPISODE
+    episodes = VISITS_PER_RUN * pl.col("d_traj")
     runs = runs.with_columns(
-        status=pl.lit("ok"), **columns, episodes=pl.lit(EPISODES_PER_RUN), env_steps=pl.lit(env_steps),
-        rollout_flops=2.0 * pl.col("width").cast(pl.Float64) ** 2 * env_steps,
-        train_flops=6.0 * pl.col("width").cast(pl.Float64) ** 2 * env_steps)
+        status=pl.lit("ok"), **columns, visits=pl.lit(VISITS_PER_RUN), episodes=episodes,
+        env_steps=episodes * STEPS_PER_EPISODE,
+        rollout_flops=2.0 * pl.col("width").cast(pl.Float64) ** 2 * episodes * STEPS_PER_EPISODE,
+        train_flops=6.0 * pl.col("width").cast(pl.Float64) ** 2 * episodes * STEPS_PER_EPISODE)
     episodes = pl.DataFrame({
         "run_key": np.repeat(runs["run_key"].to_numpy(), n_tasks),
         "task_id": np.tile([f"task-{t:04d}" for t in range(n_tasks)], runs.height),

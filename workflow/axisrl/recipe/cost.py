@@ -7,7 +7,11 @@ switching terms on in the paper's order:
 
 ``TERMS = ("linear", "bilinear", "latency", "failure", "utilization")``
 
-Variables ``x = (width N, d_env D_E, d_task D_T, d_traj D_tau)``; rollouts ``R = D_T * D_tau``.
+Variables ``x = (width N, d_env D_E, d_task D_T, d_traj D_tau)``; rollouts ``R = V * D_tau``, where
+``V`` (``visits``) is the task visits a run plays under its training budget (``axisrl.budget``:
+``train.updates x train.visits_per_update`` under the default ``fixed_visits``), so the cost model
+charges the rollouts a design executes. More tasks spread the same visits over more tasks: ``D_T``
+costs its synthesis price only.
 
 * ``linear``: ``c_width*N + c_env*D_E + c_task*D_T + c_traj*R``.
 * ``bilinear``: ``+ c_token * N**model_size_exponent * tokens_per_rollout * R`` (rollout compute grows
@@ -19,6 +23,10 @@ Variables ``x = (width N, d_env D_E, d_task D_T, d_traj D_tau)``; rollouts ``R =
 * ``utilization``: the accelerator-compute terms, ``c_width*N`` and the bilinear token term, are
   divided by ``utilization`` (eta); synthesis (``c_env``, ``c_task``), the per-rollout fixed cost
   ``c_traj`` and the environment/verifier wall time are not accelerator compute and are not.
+
+The *executed* part is the bilinear term (the policy's rollout and training compute, which a run
+counts); the rest are *declared* prices (synthesis, per-rollout fees, environment seconds), kept
+apart because no run executes them (``executed`` and ``declared``).
 
 With every term on:
 ``C = c_width*N/eta + c_env*D_E + c_task*D_T``
@@ -86,6 +94,8 @@ class CostModel:
     """
 
     currency: str
+    visits: float
+    """Task visits per run (``TrainingBudget.visits``): rollouts are ``visits * d_traj``."""
     c_width: float = 0.0
     c_env: float = 0.0
     c_task: float = 0.0
@@ -108,6 +118,9 @@ class CostModel:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value) or value < 0:
                 raise ValueError(f"cost coefficient {name} must be a finite number >= 0, got {value!r}")
+        if isinstance(self.visits, bool) or not isinstance(self.visits, numbers.Real) or not self.visits > 0 \
+                or not math.isfinite(self.visits):
+            raise ValueError(f"visits (task visits per run) must be a finite number > 0, got {self.visits!r}")
         if self.model_size_exponent <= 0:
             raise ValueError(f"model_size_exponent must be > 0, got {self.model_size_exponent}")
         if not self.failed_fraction < 1:
@@ -162,7 +175,7 @@ class CostModel:
         """(width compute, env synthesis, task synthesis, rollout total, bilinear part of the rollout total)."""
         n, d_env, d_task, d_traj = (_number(x[a]) for a in RECIPE_AXES)
         width, env, task, per_rollout, per_token = self._coefficients
-        rollouts = d_task * d_traj
+        rollouts = self.visits * d_traj
         bilinear = (per_token * n**self.model_size_exponent * rollouts if "bilinear" in self.terms
                     else np.zeros_like(rollouts * n))
         return width * n, env * d_env, task * d_task, per_rollout * rollouts + bilinear, bilinear
@@ -172,11 +185,20 @@ class CostModel:
         width, env, task, rollout, _ = self._parts(x)
         return width + env + task + rollout
 
-    def log_gradient(self, x: Mapping[str, ArrayLike]) -> dict[str, np.ndarray]:
-        """``eps_i = dC/d ln x_i``: every R term counts for both d_task and d_traj; N gets its own term
-        plus ``model_size_exponent`` times the bilinear term."""
+    def executed(self, x: Mapping[str, ArrayLike]) -> np.ndarray:
+        """The part of ``C(x)`` a run executes: the bilinear rollout-compute term."""
+        return self._parts(x)[4]
+
+    def declared(self, x: Mapping[str, ArrayLike]) -> np.ndarray:
+        """The declared prices in ``C(x)``: everything but the executed part."""
         width, env, task, rollout, bilinear = self._parts(x)
-        return {"width": width + self.model_size_exponent * bilinear, "d_env": env, "d_task": task + rollout,
+        return width + env + task + rollout - bilinear
+
+    def log_gradient(self, x: Mapping[str, ArrayLike]) -> dict[str, np.ndarray]:
+        """``eps_i = dC/d ln x_i``: every R term counts for d_traj (``R = visits * d_traj``); N gets
+        its own term plus ``model_size_exponent`` times the bilinear term."""
+        width, env, task, rollout, bilinear = self._parts(x)
+        return {"width": width + self.model_size_exponent * bilinear, "d_env": env, "d_task": task,
                 "d_traj": rollout}
 
 

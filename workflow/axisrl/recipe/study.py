@@ -5,7 +5,10 @@ Reads collect's runs and episodes (polars frames) and returns polars frames; the
 writes them and the strategy runs it plans are trained like every other run.
 
 Compute is priced in FLOPs for the embedded study: the tiny backend counts the FLOPs of the rows
-it processes, and wall time is never compute (``reference/tiny-backend.md``). The measured
+it processes, and wall time is never compute. A design's cost is its declared synthesis prices
+plus the rollout compute its training budget executes (``axisrl.budget``); the strategy and
+validation runs are ``charged_flops`` designs, which train until they have spent their level's
+budget less their declared prices, so what they are charged is what they spend. The measured
 drivers of Table 18 (env steps per trajectory, env and verifier seconds, failed-rollout fraction,
 utilisation, FLOPs per width^2 per env step) fill every coefficient the config leaves null; env
 and verifier seconds become FLOP-equivalents at ``c_second`` FLOPs per second. The wall-time
@@ -22,6 +25,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from axisrl.budget import training_budget, visits_per_run
 from axisrl.laws.data import AXES, RunArrays, infer_centre, point_statistics, usable_runs
 from axisrl.laws.joint import Law, bootstrap_joint, fit_joint, fitted_law, predict_loss
 from axisrl.laws.tables import in_families
@@ -51,21 +55,29 @@ class RecipeSettings:
     n_boot: int
     seed: int
     perturbation: float
-    episodes_per_update: int
+    train: Mapping[str, Any]
+    """The study's training-budget keys (``axisrl.budget.TRAIN_KEYS["charged_flops"]``)."""
+
+    @property
+    def visits(self) -> int:
+        """Task visits of a run of the law's convention (``fixed_visits``): the cost model's ``V``."""
+        return visits_per_run(self.train)
 
 
 def drivers_table(runs: pl.DataFrame) -> pl.DataFrame:
-    """Table 18: per domain, the mean measured cost drivers over the usable runs, and the FLOPs per
-    width^2 per env step (rollout and training together) that price a rollout's compute."""
-    ok = runs.filter(pl.col("status") == "ok")
+    """Table 18: per domain, the mean measured cost drivers over the usable runs the law is fitted
+    to (the setting the strategy runs train under), and the FLOPs per width^2 per env step (rollout
+    and training together) that price a rollout's compute."""
+    ok = in_families(runs, *LAW_FAMILIES).filter(pl.col("status") == "ok")
     return ok.group_by("domain", maintain_order=True).agg(
         n_runs=pl.len(), **{name: pl.col(name).mean() for name in DRIVERS},
         flops_per_width2_step=((pl.col("rollout_flops") + pl.col("train_flops")).sum()
                                / (pl.col("env_steps") * pl.col("width").cast(pl.Float64) ** 2).sum()))
 
 
-def cost_model(settings: Mapping[str, Any], drivers: Mapping[str, Any]) -> CostModel:
-    """The domain's cost model: config coefficients, a null one replaced by its measured driver."""
+def cost_model(settings: Mapping[str, Any], drivers: Mapping[str, Any], visits: float) -> CostModel:
+    """The domain's cost model: config coefficients, a null one replaced by its measured driver, and
+    the task visits per run of the training budget."""
     measured = {"tokens_per_rollout": drivers["rollout_steps_per_trajectory"],
                 "steps_per_rollout": drivers["rollout_steps_per_trajectory"],
                 "env_seconds_per_call": drivers["env_seconds_per_call"],
@@ -78,7 +90,7 @@ def cost_model(settings: Mapping[str, Any], drivers: Mapping[str, Any]) -> CostM
     missing = [name for name, value in values.items() if value is None]
     if missing:
         raise ValueError(f"recipe.cost: {missing} are null and no run measured them")
-    return CostModel.from_mapping(values)
+    return CostModel.from_mapping(values | {"visits": float(visits)})
 
 
 @dataclass(frozen=True)
@@ -186,7 +198,7 @@ def progression_table(fitted: FittedLaw, settings: RecipeSettings, drivers: Mapp
     """Table 19: the recipe exponents as the cost model's terms are switched on one by one."""
     flags = _identified_columns(fitted)
     rows = []
-    for label, model in cost_model(settings.cost, drivers).progression():
+    for label, model in cost_model(settings.cost, drivers, settings.visits).progression():
         exps = _path_exponents(fitted, model, settings)
         rows.append({"cost_model": label, **{a: s for a, s in zip(exps["axis"], exps["slope"], strict=True)},
                      **flags, "c_low": exps["c_low"][0], "c_high": exps["c_high"][0]})
@@ -206,16 +218,43 @@ def perturbation_table(fitted: FittedLaw, model: CostModel, settings: RecipeSett
     return pl.DataFrame(rows, schema_overrides=dict.fromkeys(flags, pl.Boolean))
 
 
-def round_design(values: Mapping[str, float], centre: Design, episodes_per_update: int,
+def round_design(values: Mapping[str, float], centre: Design, visits_per_update: int,
                  capacity: Sequence[int]) -> Design:
     """The nearest design the study can train: integer axes, at least one task per environment and
-    no more than the pool holds (``capacity``, from ``datasets.task_capacity``), a group no larger
-    than an update, a width that is a multiple of 8."""
+    one per visit of an update, no more than the pool holds (``capacity``, from
+    ``datasets.task_capacity``), a width that is a multiple of 8."""
     d_env = min(max(1, round(values["d_env"])), len(capacity))
-    d_task = min(max(d_env, round(values["d_task"])), capacity[d_env - 1])
-    return replace(centre, d_env=d_env, d_task=d_task,
-                   d_traj=min(max(1, round(values["d_traj"])), episodes_per_update),
+    d_task = min(max(d_env, visits_per_update, round(values["d_task"])), capacity[d_env - 1])
+    return replace(centre, d_env=d_env, d_task=d_task, d_traj=max(1, round(values["d_traj"])),
                    width=max(8, 8 * round(values["width"] / 8)))
+
+
+def _values(design: Design) -> dict[str, np.ndarray]:
+    return {axis: np.asarray(float(getattr(design, axis))) for axis in RECIPE_AXES}
+
+
+def charged_design(design: Design, model: CostModel, compute: float, settings: RecipeSettings, label: str) -> Design:
+    """``design`` as a ``charged_flops`` run at budget ``compute``: with the other axes rounded, the
+    budget they leave is spent on rollouts (``d_traj`` re-solved, the cost being linear in it, so
+    rounding an expensive axis does not leave the run a budget its rollouts cannot spend in about
+    ``train.updates`` updates), and the run trains until it has executed ``compute`` less its
+    declared prices. Refused when the declared prices leave no rollout to buy, or when the cost
+    model says the run would need more updates than a capped run may take."""
+    one, two = (float(model.cost(_values(replace(design, d_traj=d)))) for d in (1, 2))
+    d_traj = round((compute - (2 * one - two)) / (two - one))
+    if d_traj < 1:
+        raise ValueError(f"{label}: d_env={design.d_env} d_task={design.d_task} width={design.width} cost "
+                         f"{one:.3g} {model.currency} with one rollout per visit, more than the budget {compute:.3g}")
+    spent = replace(design, d_traj=d_traj)
+    flop_budget = compute - float(model.declared(_values(spent)))
+    charged = replace(spent, budget="charged_flops", flop_budget=flop_budget)
+    budget = training_budget(charged.as_dict(), settings.train)
+    per_update = float(model.executed(_values(spent))) * budget.visits_per_update / model.visits
+    if flop_budget > budget.updates * per_update:
+        raise ValueError(f"{label}: width={design.width} d_traj={d_traj} would need about "
+                         f"{flop_budget / per_update:.0f} updates to spend {flop_budget:.3g} {model.currency}, more "
+                         f"than train.capped_update_factor x train.updates = {budget.updates}")
+    return charged
 
 
 def prediction_interval(fitted: FittedLaw, design: Design, n_seeds: int, level: float = 0.95,
@@ -250,8 +289,11 @@ def strategy_designs(fitted: FittedLaw, model: CostModel, settings: RecipeSettin
     """The pre-registered runs: each strategy at each compute level (multiples of the centre
     design's cost) and the validation point beyond the fitted range (a larger compute and a width
     outside the fitted widths), rounded to trainable designs, with the law's prediction and a
-    prediction interval for the measured success. ``cost`` is the rounded design's, which can fall
-    short of ``compute`` where the pool or an update's episodes cap an axis."""
+    prediction interval for the measured success. Each is a ``charged_flops`` design
+    (``charged_design``): ``charged_compute`` is what it trains until it has executed,
+    ``declared_price`` its synthesis prices, and the two sum to ``compute``. ``cost`` is the cost
+    model's price of the rounded design (which moves from ``compute`` where rounding or the pool moves
+    an axis; the run still spends ``compute``)."""
     unit = centre_cost(fitted, model)
     jobs = [(s, factor, "strategy", None) for factor in settings.strategies for s in STRATEGIES]
     jobs.append(("recipe", settings.validation["compute"], "validation", {"width": settings.validation["width"]}))
@@ -263,12 +305,15 @@ def strategy_designs(fitted: FittedLaw, model: CostModel, settings: RecipeSettin
         except InfeasibleBudget as exc:
             key = "recipe.validation" if role == "validation" else "recipe.strategies"
             raise ValueError(f"{key}: {strategy} at {factor:g}x the centre cost: {exc}") from None
-        design = round_design(allocation.values, fitted.centre, settings.episodes_per_update, capacity)
+        label = f"{'recipe.validation' if role == 'validation' else 'recipe.strategies'}: {strategy} at {factor:g}x"
+        design = charged_design(round_design(allocation.values, fitted.centre, settings.train["visits_per_update"],
+                                             capacity), model, compute, settings, label)
         rounded = allocation_at(fitted.law, model, {a: float(getattr(design, a)) for a in RECIPE_AXES}, compute,
                                 strategy=strategy)
         predicted, low, high = prediction_interval(fitted, design, n_seeds, seed=settings.seed)
         rows.append({"role": role, "strategy": strategy, "compute_factor": float(factor), "compute": compute,
                      "currency": model.currency, "point_key": design.point_key, **asdict(design),
+                     "charged_compute": design.flop_budget, "declared_price": compute - design.flop_budget,
                      "cost": rounded.cost, "predicted_loss": rounded.predicted_loss,
                      "predicted_success": predicted, "success_lo": low, "success_hi": high,
                      **{f"share_{a}": rounded.shares[a] for a in RECIPE_AXES},
@@ -327,6 +372,49 @@ def cost_frame(model: CostModel, domain: str) -> pl.DataFrame:
                           "terms": list(values["terms"])}])
 
 
+ACCOUNTING = {"visits": "visits", "tasks_seen": "distinct_tasks_seen", "envs_seen": "distinct_envs_seen",
+              "trajectories": "episodes", "rollout_steps": "env_steps", "gradient_steps": "gradient_steps",
+              "updates": "updates", "executed_compute": "executed_compute", "charged_compute": "charged_compute"}
+"""Table 9's columns (mean over a point's usable runs) and the runs' columns they average."""
+BUDGET_COLUMNS = ("budget_rollouts", "max_rollout_steps", "max_flops")
+"""What the train stage records of a run's training budget (``axisrl.budget``), read to charge it."""
+
+
+def with_charged_compute(runs: pl.DataFrame, model: CostModel | None) -> pl.DataFrame:
+    """Each run's ``charged_compute`` (what its budget is priced at in the cost model's executed
+    part): its FLOP cap where it has one (``iso_flop``, ``charged_flops``), else the executed price
+    of one rollout at its width times what its budget plays: its rollouts (``fixed_visits``), or its
+    env-step cap over the model's steps per rollout (``token_cap``). Without a cost model (a domain
+    the recipe has no coefficients for), only the caps."""
+    runs = runs.with_columns(pl.lit(None, pl.Float64).alias(column) for column in BUDGET_COLUMNS
+                             if column not in runs.columns)
+    if model is None:
+        return runs.with_columns(charged_compute=pl.col("max_flops").cast(pl.Float64))
+    widths = runs["width"].cast(pl.Float64).to_numpy()
+    ones = np.ones_like(widths)
+    per_rollout = model.executed({"width": widths, "d_env": ones, "d_task": ones, "d_traj": ones}) / model.visits
+    rollouts = pl.when(pl.col("max_rollout_steps").is_not_null()).then(
+        pl.col("max_rollout_steps") / model.tokens_per_rollout).otherwise(pl.col("budget_rollouts"))
+    return runs.with_columns(pl.Series("_per_rollout", per_rollout)).with_columns(
+        charged_compute=pl.coalesce(pl.col("max_flops").cast(pl.Float64), pl.col("_per_rollout") * rollouts)
+    ).drop("_per_rollout")
+
+
+def accounting(runs: pl.DataFrame, by: Sequence[str]) -> pl.DataFrame:
+    """Table 9's check per group of ``by``: the usable runs' mean visits (cells), distinct tasks and
+    environments seen, trajectories, rollout steps, gradient steps, updates, executed and charged
+    compute, and the mean, least and largest ratio of executed to charged compute over the runs.
+    ``runs`` carry ``charged_compute`` (``with_charged_compute``, or a strategy's own)."""
+    ok = runs.with_columns(pl.lit(None, pl.Float64).alias(column) for column in ACCOUNTING.values()
+                           if column not in runs.columns)
+    ok = ok.filter(pl.col("status") == "ok").with_columns(
+        ratio=pl.col("executed_compute") / pl.col("charged_compute"))
+    return ok.group_by(by, maintain_order=True).agg(
+        runs=pl.len(), **{name: pl.col(column).cast(pl.Float64).mean() for name, column in ACCOUNTING.items()},
+        executed_over_charged=pl.col("ratio").mean(), executed_over_charged_min=pl.col("ratio").min(),
+        executed_over_charged_max=pl.col("ratio").max())
+
+
 def _frontier(law: Law, model: CostModel, ranges: Mapping[str, tuple[float, float]], fixed: Mapping[str, float],
               low: float, high: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """(ln C, optimal L) on a grid of budgets: the law's optimal frontier, decreasing in C."""
@@ -342,41 +430,99 @@ def _needed_compute(frontier: tuple[np.ndarray, np.ndarray], loss: float) -> flo
     return float(np.exp(np.interp(-loss, -np.minimum.accumulate(frontier_loss), ln_c)))
 
 
-def efficiency_table(strategies: pl.DataFrame, measured: pl.DataFrame, law: Law, draws: Sequence[Law],
+def _needed_measured(costs: np.ndarray, success: np.ndarray, target: float) -> tuple[float, str]:
+    """The least spent compute at which the recipe's measured success reaches ``target``: its levels
+    in order of spent compute, success as the running best, linear in log compute between levels.
+    ``("below", cheapest level's cost)`` when the cheapest level already reaches it (so the real
+    value is at most that), ``("above", dearest level's cost)`` when no level does (at least that)."""
+    order = np.argsort(costs)
+    ln_c, best = np.log(costs[order]), np.maximum.accumulate(success[order])
+    if target <= best[0]:
+        return float(costs[order][0]), "below"
+    if target > best[-1]:
+        return float(costs[order][-1]), "above"
+    k = int(np.searchsorted(best, target))
+    frac = (target - best[k - 1]) / (best[k] - best[k - 1])
+    return float(np.exp(ln_c[k - 1] + frac * (ln_c[k] - ln_c[k - 1]))), "measured"
+
+
+def _resampled_success(seeds: Mapping[str, tuple[np.ndarray, np.ndarray]], rng: np.random.Generator
+                       ) -> dict[str, float]:
+    """One two-stage bootstrap draw of each point's pooled success: seeds resampled with replacement,
+    then each drawn seed's successes redrawn from its binomial."""
+    drawn = {}
+    for point, (successes, trials) in seeds.items():
+        pick = rng.integers(0, len(trials), size=len(trials))
+        drawn[point] = float(rng.binomial(trials[pick], successes[pick] / trials[pick]).sum() / trials[pick].sum())
+    return drawn
+
+
+MEASURED_STATUS = {"measured": "the recipe's measured curve reaches the baseline's success between two levels",
+                   "below": "the recipe's cheapest level already beats the baseline: the efficiency is at least this",
+                   "above": "no recipe level reaches the baseline: the efficiency is at most this"}
+
+
+def efficiency_table(measured: pl.DataFrame, seed_runs: pl.DataFrame, law: Law, draws: Sequence[Law],
                      model: CostModel, ranges: Mapping[str, tuple[float, float]], fixed: Mapping[str, float],
-                     n_draws: int, seed: int) -> pl.DataFrame:
-    """Per baseline and compute level: the recipe's compute efficiency ``m = C / C*(L_b)``, where
-    ``L_b`` is the baseline's *measured* loss and ``C*`` inverts the law's optimal frontier
-    (``compute_efficiency``), with a percentile interval over ``n_draws`` law draws, each with the
-    measured loss redrawn from its sampling noise (the draws read an interpolated frontier). The
-    efficiency trusts the law's frontier for the recipe; ``recipe_success``, ``difference`` and
-    ``difference_se`` put the recipe's own measured success at the same compute beside it, which
-    is what the law's promise has to survive."""
-    measured = measured.with_columns(p_se=(pl.col("p") * (1 - pl.col("p")) / pl.col("trials")).sqrt())
-    runs = measured.join(strategies.select("point_key", "role", "strategy", "compute_factor", "compute"),
-                         on="point_key").filter(pl.col("role") == "strategy")
+                     n_draws: int, n_boot: int, seed: int) -> pl.DataFrame:
+    """Per baseline and compute level, the recipe's compute efficiency over the baseline twice.
+
+    ``measured_efficiency`` is measured on both sides: the baseline's spent compute (``total_cost``:
+    executed FLOPs plus declared prices) over the spent compute at which the recipe's measured
+    success curve reaches the baseline's measured success (``_needed_measured``), with a percentile
+    interval over ``n_boot`` two-stage bootstrap draws of every strategy point's success (seeds, then
+    binomial); ``measured_status`` says when that is only a bound, and ``n_censored`` how many draws
+    were. ``predicted_efficiency`` is the law's prediction: the baseline's spent compute over the
+    compute the law's optimal frontier needs for the baseline's measured loss (``compute_efficiency``),
+    with a percentile interval over ``n_draws`` law draws. ``recipe_success``, ``difference`` and
+    ``difference_se`` compare the two strategies' measured success at the same level.
+
+    ``measured`` is validate's frame (one row per strategy point, ``total_cost`` and ``p`` among its
+    columns); ``seed_runs`` has one row per run: ``point_key``, ``successes``, ``trials``."""
+    runs = measured.filter(pl.col("role") == "strategy").with_columns(
+        p_se=(pl.col("p") * (1 - pl.col("p")) / pl.col("trials")).sqrt())
     baselines = runs.filter(pl.col("strategy") != "recipe")
-    recipe_measured = {row["compute_factor"]: row for row in runs.filter(pl.col("strategy") == "recipe").to_dicts()}
-    corners = [corner_cost(model, ranges, fixed, end) for end in (0, 1)]
+    recipe_runs = runs.filter(pl.col("strategy") == "recipe")
+    recipe_by_level = {row["compute_factor"]: row for row in recipe_runs.to_dicts()}
+    recipe_costs = recipe_runs["total_cost"].to_numpy()
+    seeds = {point: (group["successes"].to_numpy(), group["trials"].to_numpy())
+             for (point,), group in seed_runs.filter(pl.col("trials") > 0).group_by("point_key")}
     rng = np.random.default_rng(seed)
+    boot = [_resampled_success(seeds, rng) for _ in range(n_boot)]
+    corners = [corner_cost(model, ranges, fixed, end) for end in (0, 1)]
     picks = rng.choice(len(draws), size=min(n_draws, len(draws)), replace=False)
     frontiers = [_frontier(draws[k], model, ranges, fixed, 1.01 * corners[0], 0.99 * corners[1], seed)
                  for k in picks]
     rows = []
     for row in baselines.iter_rows(named=True):
+        spent = row["total_cost"]
+        needed, status = _needed_measured(recipe_costs, recipe_runs["p"].to_numpy(), row["p"])
+        sampled = []
+        for draw in boot:
+            value, draw_status = _needed_measured(recipe_costs, np.array([draw[k] for k in recipe_runs["point_key"]]),
+                                                  draw[row["point_key"]])
+            sampled.append((spent / value, draw_status != "measured"))
+        values = np.array([v for v, _ in sampled])
         try:
-            point = compute_efficiency(law, model, row["loss"], row["compute"], bounds=ranges, fixed=fixed)
+            predicted = compute_efficiency(law, model, row["loss"], spent, bounds=ranges, fixed=fixed)
         except ValueError:
-            point = None
-        needed = [_needed_compute(f, row["loss"] + rng.standard_normal() * row["loss_se"]) for f in frontiers]
-        sampled = [row["compute"] / c for c in needed if c is not None]
-        low, high = np.percentile(sampled, [2.5, 97.5]) if len(sampled) >= 10 else (None, None)
-        recipe_row = recipe_measured.get(row["compute_factor"], {})
+            predicted = None
+        law_needed = [_needed_compute(f, row["loss"] + rng.standard_normal() * row["loss_se"]) for f in frontiers]
+        law_sampled = [spent / c for c in law_needed if c is not None]
+        law_low, law_high = np.percentile(law_sampled, [2.5, 97.5]) if len(law_sampled) >= 10 else (None, None)
+        recipe_row = recipe_by_level.get(row["compute_factor"], {})
         rows.append({"baseline": row["strategy"], "compute_factor": row["compute_factor"], "compute": row["compute"],
-                     "baseline_success": row["p"], "efficiency": point, "efficiency_lo": low, "efficiency_hi": high,
-                     "n_draws": len(sampled), "recipe_success": recipe_row.get("p"),
+                     "baseline_spent": spent, "baseline_success": row["p"],
+                     "measured_efficiency": spent / needed, "measured_status": status,
+                     "measured_efficiency_lo": float(np.percentile(values, 2.5)) if len(values) else None,
+                     "measured_efficiency_hi": float(np.percentile(values, 97.5)) if len(values) else None,
+                     "n_boot": len(values), "n_censored": sum(censored for _, censored in sampled),
+                     "predicted_efficiency": predicted, "predicted_efficiency_lo": law_low,
+                     "predicted_efficiency_hi": law_high, "n_law_draws": len(law_sampled),
+                     "recipe_success": recipe_row.get("p"),
                      "difference": None if recipe_row.get("p") is None else recipe_row["p"] - row["p"],
                      "difference_se": None if recipe_row.get("p") is None else
                      math.hypot(recipe_row["p_se"], row["p_se"])})
     return pl.DataFrame(rows, schema_overrides={name: pl.Float64 for name in (
-        "efficiency", "efficiency_lo", "efficiency_hi", "recipe_success", "difference", "difference_se")})
+        "measured_efficiency_lo", "measured_efficiency_hi", "predicted_efficiency", "predicted_efficiency_lo",
+        "predicted_efficiency_hi", "recipe_success", "difference", "difference_se")})

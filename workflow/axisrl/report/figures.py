@@ -361,16 +361,17 @@ def figure5(path: pl.DataFrame, exponents: pl.DataFrame, curves: pl.DataFrame, m
             p = points["p"].to_numpy().astype(np.float64)
             error = (1.96 * points["p_se"].fill_null(np.nan).to_numpy().astype(np.float64)
                      if "p_se" in points.columns else None)
-            right.errorbar(points["compute"].to_numpy() * jitter, p, yerr=error, fmt="o", color=color)
+            right.errorbar(_spent(points) * jitter, p, yerr=error, fmt="o", color=color)
         validation = measured.filter(pl.col("role") == "validation")
         for row in validation.iter_rows(named=True):
             if row.get("success_lo") is not None and row.get("success_hi") is not None:
                 right.vlines(row["compute"], row["success_lo"], row["success_hi"], color="black", linewidth=2.2)
                 right.plot([row["compute"]], [row["predicted_success"]], marker="_", markersize=14, color="black")
             if measured_p and row.get("p") is not None and not math.isnan(row["p"]):
-                right.plot([row["compute"]], [row["p"]], marker="*", markersize=14, color="black", linestyle="none")
+                right.plot([row.get("total_cost") or row["compute"]], [row["p"]], marker="*", markersize=14,
+                           color="black", linestyle="none")
         right.set_xscale("log")
-        right.set_xlabel(f"compute budget $C$ ({currency})")
+        right.set_xlabel(f"compute $C$ ({currency}), measured points at what the runs spent")
         right.set_ylabel(style.SUCCESS_LABEL)
         right.set_title("(b) predicted (lines) and measured (points) success", fontsize=10)
         handles = [Line2D([], [], color=_strategy_color(s, order), label=STRATEGY_LABELS.get(s, s)) for s in order]
@@ -382,6 +383,13 @@ def figure5(path: pl.DataFrame, exponents: pl.DataFrame, curves: pl.DataFrame, m
                                   else "validation: prediction interval"))
         right.legend(handles=handles, loc="best")
     style.save(fig, png, pdf)
+
+
+def _spent(points: pl.DataFrame) -> np.ndarray:
+    """Where measured points sit on the compute axis: what the runs spent (``total_cost``, executed
+    plus declared prices), or their budget where the frame predates that column."""
+    column = "total_cost" if "total_cost" in points.columns else "compute"
+    return points[column].to_numpy().astype(np.float64)
 
 
 def figure1(measured: pl.DataFrame, png: Path | str, pdf: Path | str) -> None:

@@ -1,19 +1,20 @@
 """GRPO and PPO on toolworld with the ToolPointer policy, one update at a time.
 
-One update samples ``episodes_per_update // group_size`` tasks (walking a seeded shuffle of the
-training tasks, reshuffled each pass, so every task is visited equally often), rolls out
-``group_size`` episodes of each (one episode seed, so one anonymisation, per group: the
+One update visits ``visits_per_update`` tasks (walking a seeded shuffle of the training tasks,
+reshuffled each pass, so every task is visited equally often), rolls out ``group_size`` episodes
+of each (one episode seed, so one anonymisation, per group: the
 samples of one prompt), then takes one optimiser step (GRPO) or ``ppo_epochs`` x ``ppo_minibatches``
 steps (PPO). A non-finite score, loss, gradient or parameter ends the run with status
 ``"failed"`` and the metrics so far.
 
 Synthetic trajectories (``SyntheticTrajectories``, GRPO only) join every group: ``per_group``
 of them per task beside the ``group_size`` real rollouts, the group's advantages normalised over
-all of them as if they were more samples of the prompt. An update then takes
-``episodes_per_update // (group_size + per_group)`` tasks, so its episode count stays about
-fixed as the ratio ``per_group / group_size`` grows (as the real ``group_size`` sweep holds it).
-Their steps do not count against ``max_rollout_steps`` (a cap on real env steps); their FLOPs
-count against ``max_flops``.
+all of them as if they were more samples of the prompt (how many visits an update holds is the
+training budget's business, ``axisrl.budget``). Their steps do not count against
+``max_rollout_steps`` (a cap on real env steps); their FLOPs count against ``max_flops``.
+
+A FLOP cap ends the run where its spend is closest to the cap: once an update would overshoot,
+updates play only as many visits as the recent FLOPs per visit say the cap has left.
 
 Randomness: ``torch.manual_seed(seed)`` for the initial weights, and separate numpy generators
 (one ``SeedSequence`` spawn each) for task sampling, episode seeds, action sampling and PPO
@@ -64,7 +65,8 @@ class TrainSettings:
     algo: str = "grpo"
     width: int = 64
     updates: int = 100
-    episodes_per_update: int = 256
+    visits_per_update: int = 32
+    """Tasks visited per update (GRPO groups), each by ``group_size`` rollouts."""
     group_size: int = 8
     lr: float = 3e-3
     clip_ratio_low: float = 0.2
@@ -87,17 +89,16 @@ class TrainSettings:
     max_rollout_steps: int | None = None
     """Token cap: the run stops at exactly this many env steps (episodes running then are truncated)."""
     max_flops: float | None = None
-    """Iso-FLOP cap: no update starts once rollout + training FLOPs reach it (the last may overshoot)."""
+    """FLOP cap on rollout + training FLOPs: the run ends as close to it as whole visits allow."""
 
     def __post_init__(self) -> None:
         checks = {
             "algo must be 'grpo' or 'ppo'": self.algo in ("grpo", "ppo"),
             f"loss_agg_mode must be one of {LOSS_AGG_MODES}": self.loss_agg_mode in LOSS_AGG_MODES,
             "reward_density must be 'sparse' or 'dense'": self.reward_density in ("sparse", "dense"),
-            "width, updates, episodes_per_update, group_size, ppo_epochs and ppo_minibatches must be >= 1":
-                min(self.width, self.updates, self.episodes_per_update, self.group_size, self.ppo_epochs,
+            "width, updates, visits_per_update, group_size, ppo_epochs and ppo_minibatches must be >= 1":
+                min(self.width, self.updates, self.visits_per_update, self.group_size, self.ppo_epochs,
                     self.ppo_minibatches) >= 1,
-            "group_size must not exceed episodes_per_update": self.group_size <= self.episodes_per_update,
             "max_rollout_steps and max_flops must be positive": all(
                 cap is None or cap > 0 for cap in (self.max_rollout_steps, self.max_flops)),
         }
@@ -166,9 +167,9 @@ class TrainResult:
     (before clipping), env_steps, scored_decisions (distinct decision points scored: a group's
     shared prefix once), gradient_steps (decisions in the loss with a non-zero weight: GRPO skips
     zero-advantage episodes; PPO trains every decision), episodes, rollout_flops, train_flops,
-    zero_variance_groups and groups. ``compute``: their totals plus updates, distinct_tasks_seen,
-    distinct_envs_seen, failed_episodes (not verified) and truncated_episodes (stopped without
-    ``finish``).
+    zero_variance_groups and groups. ``compute``: their totals plus updates, visits (the groups
+    played), distinct_tasks_seen, distinct_envs_seen, failed_episodes (not verified) and
+    truncated_episodes (stopped without ``finish``).
 
     Synthetic trajectories are compute like any other: their scored decisions, FLOPs and
     gradient steps count in scored_decisions, rollout_flops, train_flops and gradient_steps, and
@@ -479,6 +480,23 @@ def ppo_update(policy: ToolPointer, optimizer: Adam, episodes: Sequence[Episode]
     return out
 
 
+RECENT_UPDATES = 4
+"""Updates whose FLOPs per visit estimate the next one's under a FLOP cap: a visit grows dearer as
+the policy learns (more groups with a learning signal to train on), so the recent ones say more."""
+
+
+def _visits_within_cap(s: TrainSettings, metrics: Sequence[Mapping[str, Any]], spent_flops: float) -> int:
+    """Visits the next update plays: ``visits_per_update``, or under a FLOP cap the whole visits the
+    recent FLOPs per visit say fit in what the cap leaves, so the run closes in on the cap from
+    below; with less than one visit left, one more visit if that lands nearer the cap (0 ends the run)."""
+    if s.max_flops is None or not metrics:
+        return s.visits_per_update
+    recent = metrics[-RECENT_UPDATES:]
+    per_visit = sum(row["rollout_flops"] + row["train_flops"] for row in recent) / sum(row["groups"] for row in recent)
+    left = (s.max_flops - spent_flops) / per_visit
+    return min(s.visits_per_update, math.floor(left)) if left >= 1 else int(left >= 0.5)
+
+
 def train(envs: Sequence[Mapping[str, Any]], tasks: Sequence[Mapping[str, Any]], settings: TrainSettings,
           seed: int, progress: Callable[[dict[str, Any]], None] | None = None,
           synthetic: SyntheticTrajectories | None = None) -> TrainResult:
@@ -508,12 +526,11 @@ def _train(envs: Sequence[Mapping[str, Any]], tasks: Sequence[Mapping[str, Any]]
     optimizer.zero_grad()
     sampler = TaskSampler(len(tasks), task_rng)
     horizon = max(spec["max_steps"] for spec in specs.by_id.values())
-    group_count = max(1, s.episodes_per_update // (s.group_size + per_group))
     synthesizer = Synthesizer(synthetic, specs, s.leak_primitive_role, seed) if per_group else None
 
     metrics: list[dict[str, Any]] = []
     totals = {"rollout_flops": 0, "train_flops": 0, "env_steps": 0, "scored_decisions": 0, "gradient_steps": 0,
-              "episodes": 0, "updates": 0, "zero_variance_groups": 0, "failed_episodes": 0, "truncated_episodes": 0,
+              "episodes": 0, "visits": 0, "updates": 0, "zero_variance_groups": 0, "failed_episodes": 0, "truncated_episodes": 0,
               **dict.fromkeys(SYNTHETIC_COUNTS, 0)}
     seen_tasks: set[str] = set()
     seen_envs: set[str] = set()
@@ -522,7 +539,8 @@ def _train(envs: Sequence[Mapping[str, Any]], tasks: Sequence[Mapping[str, Any]]
     for update in range(s.updates):
         if s.max_rollout_steps is not None and totals["env_steps"] >= s.max_rollout_steps:
             break
-        if s.max_flops is not None and totals["rollout_flops"] + totals["train_flops"] >= s.max_flops:
+        group_count = _visits_within_cap(s, metrics, totals["rollout_flops"] + totals["train_flops"])
+        if group_count == 0:
             break
         started = time.process_time()
         chosen = [tasks[k] for k in sampler.take(group_count)]
@@ -572,6 +590,7 @@ def _train(envs: Sequence[Mapping[str, Any]], tasks: Sequence[Mapping[str, Any]]
         for key in ("rollout_flops", "train_flops", "env_steps", "scored_decisions", "gradient_steps", "episodes",
                     "zero_variance_groups", *SYNTHETIC_COUNTS):
             totals[key] += row[key]
+        totals["visits"] += group_count
         totals["updates"] += 1
         totals["failed_episodes"] += sum(not e.success for e in episodes)
         totals["truncated_episodes"] += sum(e.truncated for e in episodes)

@@ -1,7 +1,7 @@
 """The Hydra overrides of one verl run, from the study's train settings, and their CPU validation.
 
 ``overrides(settings, job)`` takes the train settings a design resolves to (``axisrl.plan.backend_settings``:
-the tiny backend's names) and a ``VerlJob`` (model, paths, resources) and returns the override list
+the tiny backend's names; the budget ones from ``axisrl.budget``) and a ``VerlJob`` (model, paths, resources) and returns the override list
 for ``python -m verl.trainer.main_ppo``. How the settings map:
 
 ============================  ===============================================================
@@ -9,7 +9,7 @@ setting                       verl override
 ============================  ===============================================================
 algo grpo / ppo               ``algorithm.adv_estimator`` grpo / gae (gae enables the critic)
 group_size (d_traj)           ``actor_rollout_ref.rollout.n``
-episodes_per_update           ``data.train_batch_size`` = episodes_per_update // group_size prompts
+visits_per_update             ``data.train_batch_size`` prompts (task visits per update)
 updates                       ``trainer.total_training_steps`` (``total_epochs`` = updates, so
                               the step count binds however few tasks there are)
 lr                            ``actor_rollout_ref.actor.optim.lr``
@@ -50,7 +50,7 @@ from axisrl.backends.verl.episode import AGENT_NAME
 
 REWARD_PATH = "pkg://axisrl.backends.verl.reward"
 AGENT_LOOP_TARGET = "axisrl.backends.verl.agent_loop.AgentEpisodeLoop"
-MAPPED = {"algo", "group_size", "episodes_per_update", "updates", "lr", "clip_ratio_low", "clip_ratio_high",
+MAPPED = {"algo", "group_size", "visits_per_update", "updates", "lr", "clip_ratio_low", "clip_ratio_high",
           "loss_agg_mode", "norm_adv_by_std_in_grpo", "kl_coef", "max_grad_norm", "ppo_epochs", "ppo_minibatches",
           "gamma", "lam", "ent_coef", "reward_density"}
 NOT_CARRIED = {"width", "vf_coef"}
@@ -149,7 +149,7 @@ class VerlJob:
 
 def prompts_per_step(settings: Mapping[str, Any]) -> int:
     """Prompts (tasks) per verl step: the tiny backend's tasks per update."""
-    return max(1, settings["episodes_per_update"] // settings["group_size"])
+    return settings["visits_per_update"]
 
 
 def _checked(settings: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -158,7 +158,7 @@ def _checked(settings: Mapping[str, Any]) -> Mapping[str, Any]:
         raise ValueError(f"train settings the verl backend does not know: {unknown}")
     refused = sorted(k for k, accepted in REFUSED.items() if settings.get(k, accepted) != accepted)
     if refused:
-        raise ValueError(f"the verl backend cannot honour {refused} (fixed-updates budget only, no leak check)")
+        raise ValueError(f"the verl backend cannot honour {refused} (the fixed_visits budget only, no leak check)")
     if settings["algo"] not in ("grpo", "ppo"):
         raise ValueError(f"algo must be 'grpo' or 'ppo', got {settings['algo']!r}")
     return settings
