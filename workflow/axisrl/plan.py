@@ -165,7 +165,8 @@ def family_designs(study: Mapping[str, Any]) -> Iterator[tuple[str, str | None, 
             factor = HELD_FACTORS[name]
             held = replace(centre, **{axis: _scaled(getattr(centre, axis), factor) for axis in AXES})
             for axis, design in _sweeps(held, repeated, families["held_axis"]["axes"]):
-                yield f"held_axis_{name}", axis, design
+                if design.d_env <= design.d_task:  # a d_env sweep stops at the held d_task
+                    yield f"held_axis_{name}", axis, design
     if families["interaction"]["enabled"]:
         for d_env in families["interaction"]["d_env"]:
             for d_task in families["interaction"]["d_task"]:

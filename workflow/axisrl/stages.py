@@ -19,8 +19,8 @@ import polars as pl
 
 from axisrl import dedup as dedup_math
 from axisrl import domains
-from axisrl.budget import training_budget
 from axisrl.artifacts import catalog, read_artifact, write_artifact
+from axisrl.budget import training_budget
 from axisrl.config import StageSpec
 from axisrl.plan import backend_settings
 from axisrl.domains import toolworld
@@ -329,7 +329,8 @@ def train(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, str
         runs.append({"run_key": run, "seed": seed, "status": result.status, "error": result.error,
                      "param_hash": result.param_hash,
                      "train_success": float(np.mean([row["success_mean"] for row in tail])) if tail else None,
-                     **result.compute, "executed_compute": result.compute["rollout_flops"] + result.compute["train_flops"],
+                     **result.compute,
+                     "executed_compute": result.compute["rollout_flops"] + result.compute["train_flops"],
                      **planned, **cost_drivers(result.compute, result.timings, horizon), **effective})
         checkpoints[seed] = checkpoint(result)
         rows = evaluate(policy_of(checkpoints[seed]), heldout_envs, heldout_tasks, settings["evaluate"]["seed"],

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from axisrl.budget import training_budget, visits_per_run
+from axisrl.budget import visits_per_run
 from axisrl.laws.data import AXES, RunArrays, infer_centre, point_statistics, usable_runs
 from axisrl.laws.joint import Law, bootstrap_joint, fit_joint, fitted_law, predict_loss
 from axisrl.laws.tables import in_families
@@ -56,7 +56,7 @@ class RecipeSettings:
     seed: int
     perturbation: float
     train: Mapping[str, Any]
-    """The study's training-budget keys (``axisrl.budget.TRAIN_KEYS["charged_flops"]``)."""
+    """The study's training-budget keys of the law's convention (``axisrl.budget.TRAIN_KEYS["fixed_visits"]``)."""
 
     @property
     def visits(self) -> int:
@@ -233,28 +233,19 @@ def _values(design: Design) -> dict[str, np.ndarray]:
     return {axis: np.asarray(float(getattr(design, axis))) for axis in RECIPE_AXES}
 
 
-def charged_design(design: Design, model: CostModel, compute: float, settings: RecipeSettings, label: str) -> Design:
-    """``design`` as a ``charged_flops`` run at budget ``compute``: with the other axes rounded, the
-    budget they leave is spent on rollouts (``d_traj`` re-solved, the cost being linear in it, so
-    rounding an expensive axis does not leave the run a budget its rollouts cannot spend in about
-    ``train.updates`` updates), and the run trains until it has executed ``compute`` less its
-    declared prices. Refused when the declared prices leave no rollout to buy, or when the cost
-    model says the run would need more updates than a capped run may take."""
+def charged_design(design: Design, model: CostModel, compute: float, label: str) -> Design:
+    """``design`` as a ``charged_flops`` run at budget ``compute``. With the other axes rounded, the
+    budget they leave is spent on rollouts: ``d_traj`` is re-solved (the cost is linear in it), so
+    rounding an expensive axis never leaves a run a budget its rollouts cannot spend in about
+    ``train.updates`` updates; the run then trains until it has executed ``compute`` less its
+    declared prices. Refused when one rollout per visit already costs more than ``compute``."""
     one, two = (float(model.cost(_values(replace(design, d_traj=d)))) for d in (1, 2))
     d_traj = round((compute - (2 * one - two)) / (two - one))
     if d_traj < 1:
-        raise ValueError(f"{label}: d_env={design.d_env} d_task={design.d_task} width={design.width} cost "
+        raise ValueError(f"{label}: d_env={design.d_env} d_task={design.d_task} width={design.width} costs "
                          f"{one:.3g} {model.currency} with one rollout per visit, more than the budget {compute:.3g}")
     spent = replace(design, d_traj=d_traj)
-    flop_budget = compute - float(model.declared(_values(spent)))
-    charged = replace(spent, budget="charged_flops", flop_budget=flop_budget)
-    budget = training_budget(charged.as_dict(), settings.train)
-    per_update = float(model.executed(_values(spent))) * budget.visits_per_update / model.visits
-    if flop_budget > budget.updates * per_update:
-        raise ValueError(f"{label}: width={design.width} d_traj={d_traj} would need about "
-                         f"{flop_budget / per_update:.0f} updates to spend {flop_budget:.3g} {model.currency}, more "
-                         f"than train.capped_update_factor x train.updates = {budget.updates}")
-    return charged
+    return replace(spent, budget="charged_flops", flop_budget=compute - float(model.declared(_values(spent))))
 
 
 def prediction_interval(fitted: FittedLaw, design: Design, n_seeds: int, level: float = 0.95,
@@ -307,7 +298,7 @@ def strategy_designs(fitted: FittedLaw, model: CostModel, settings: RecipeSettin
             raise ValueError(f"{key}: {strategy} at {factor:g}x the centre cost: {exc}") from None
         label = f"{'recipe.validation' if role == 'validation' else 'recipe.strategies'}: {strategy} at {factor:g}x"
         design = charged_design(round_design(allocation.values, fitted.centre, settings.train["visits_per_update"],
-                                             capacity), model, compute, settings, label)
+                                             capacity), model, compute, label)
         rounded = allocation_at(fitted.law, model, {a: float(getattr(design, a)) for a in RECIPE_AXES}, compute,
                                 strategy=strategy)
         predicted, low, high = prediction_interval(fitted, design, n_seeds, seed=settings.seed)

@@ -31,7 +31,8 @@ def table9(runs: pl.DataFrame, model: CostModel | None, measured: pl.DataFrame |
     table = accounting(sweeps, ["row", *DESIGN_COLUMNS])
     if measured is not None:
         strategies = measured.with_columns(
-            row=pl.format("{}:{} at {}x", "role", "strategy", pl.col("compute_factor").round(3)), runs=pl.col("n_seeds"))
+            row=pl.format("{}:{} at {}x", "role", "strategy", pl.col("compute_factor").round(3)),
+            runs=pl.col("n_seeds"))
         table = pl.concat([table, strategies.select(table.columns)], how="vertical_relaxed")
     return table
 

@@ -530,7 +530,8 @@ def _train(envs: Sequence[Mapping[str, Any]], tasks: Sequence[Mapping[str, Any]]
 
     metrics: list[dict[str, Any]] = []
     totals = {"rollout_flops": 0, "train_flops": 0, "env_steps": 0, "scored_decisions": 0, "gradient_steps": 0,
-              "episodes": 0, "visits": 0, "updates": 0, "zero_variance_groups": 0, "failed_episodes": 0, "truncated_episodes": 0,
+              "episodes": 0, "visits": 0, "updates": 0, "zero_variance_groups": 0, "failed_episodes": 0,
+              "truncated_episodes": 0,
               **dict.fromkeys(SYNTHETIC_COUNTS, 0)}
     seen_tasks: set[str] = set()
     seen_envs: set[str] = set()
