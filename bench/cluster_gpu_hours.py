@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from axisrl.budget import visits_per_run
 from axisrl.config import load_config
 from axisrl.plan import plan_designs
 from axisrl.recipe import CostModel
@@ -45,14 +46,19 @@ def main() -> None:
                           schema_path=ROOT / "config" / "schema.yaml")
         train, gpus = cfg["train"], cfg["resources"]["train"]["gpus"]
         passes = 6 + 2 + (2 if train["kl_coef"] > 0 else 0)
-        model = CostModel(currency="gpu_seconds", c_token=passes / (args.peak_tflops * 1e12 * args.mfu),
-                          steps_per_rollout=STEPS_PER_ROLLOUT, c_second=gpus / CONCURRENT_TRAJECTORIES, **TABLE18)
-        rollouts = train["updates"] * train["episodes_per_update"]  # one run: D_T x D_tau visits in total
-        run_hours = float(model.cost({"width": params, "d_env": 0, "d_task": rollouts, "d_traj": 1})) / 3600
+        model = CostModel(currency="gpu_seconds", visits=float(visits_per_run(train)),
+                          c_token=passes / (args.peak_tflops * 1e12 * args.mfu), steps_per_rollout=STEPS_PER_ROLLOUT,
+                          c_second=gpus / CONCURRENT_TRAJECTORIES, **TABLE18)
+        # one centre run's rollouts (synthesis is not GPU time): visits x the centre's d_traj
+        run_hours = float(model.cost({"width": params, "d_env": 0, "d_task": 0,
+                                      "d_traj": cfg["study"]["centre"]["d_traj"]})) / 3600
         seeds = len(cfg["study"]["seeds"])
-        designs = len(plan_designs(cfg["study"]))
-        print(f"| {study} | {params:.1e} | {designs} x {seeds} | {gpus} | {run_hours:,.0f} | {run_hours / gpus / 24:.1f} "
-              f"| {designs * seeds * run_hours:,.0f} |")
+        designs = plan_designs(cfg["study"]).values()
+        # under fixed_visits a run's rollouts grow with its d_traj: the study sums its designs' own
+        study_hours = seeds * sum(float(model.cost({"width": params, "d_env": 0, "d_task": 0,
+                                                    "d_traj": p.design.d_traj})) for p in designs) / 3600
+        print(f"| {study} | {params:.1e} | {len(designs)} x {seeds} | {gpus} | {run_hours:,.0f} "
+              f"| {run_hours / gpus / 24:.1f} | {study_hours:,.0f} |")
 
 
 if __name__ == "__main__":

@@ -364,3 +364,33 @@ def test_default_cost_model_does_not_move_with_measured_wall_times(schema):
 
     measured = cost_model({**settings, "env_seconds_per_call": None, "utilization": None}, slow, 320)
     assert (measured.env_seconds_per_call, measured.utilization) == (2.5e-5, 0.30)
+
+
+def test_measured_efficiency_reads_the_recipes_measured_curve_at_what_was_spent():
+    from axisrl.recipe.study import _needed_measured, efficiency_table
+
+    costs, success = np.array([1.0, 2.0, 4.0, 8.0]), np.array([0.1, 0.2, 0.15, 0.4])
+    assert _needed_measured(costs, success, 0.2) == (pytest.approx(2.0), "measured")
+    # success as the running best (the dip at 4 is noise), linear in log compute between levels
+    assert _needed_measured(costs, success, 0.3)[0] == pytest.approx(np.exp(np.log(4) + 0.5 * np.log(2)))
+    assert _needed_measured(costs, success, 0.05) == (1.0, "below")
+    assert _needed_measured(costs, success, 0.5) == (8.0, "above")
+
+    seeds = 2
+    rows, seed_runs = [], []
+    for strategy, p in (("recipe", (0.2, 0.4)), ("trajectories_only", (0.2, 0.2))):
+        for level, success_p in zip((1.0, 2.0), p, strict=True):
+            point = f"{strategy}{level:g}"
+            rows.append({"role": "strategy", "strategy": strategy, "compute_factor": level, "compute": 100.0 * level,
+                         "total_cost": 100.0 * level, "point_key": point, "p": success_p, "trials": 400 * seeds,
+                         "loss": -np.log(success_p), "loss_se": 0.05})
+            seed_runs += [{"point_key": point, "successes": int(400 * success_p), "trials": 400}] * seeds
+    bounds = {"width": (16.0, 256.0), "d_env": (1.0, 64.0), "d_task": (8.0, 1024.0), "d_traj": (1.0, 64.0)}
+    table = efficiency_table(pl.DataFrame(rows), pl.DataFrame(seed_runs), LAW, [LAW] * 10, LINEAR, bounds, {},
+                             n_draws=10, n_boot=200, seed=0)
+    at_two = table.filter(pl.col("compute_factor") == 2.0).row(0, named=True)
+    # the recipe reached the baseline's 0.2 at its 1x level: half the compute
+    assert at_two["measured_efficiency"] == pytest.approx(2.0) and at_two["measured_status"] == "below"
+    at_one = table.filter(pl.col("compute_factor") == 1.0).row(0, named=True)
+    assert at_one["measured_efficiency"] == pytest.approx(1.0)
+    assert at_one["measured_efficiency_lo"] <= 1.0 <= at_one["measured_efficiency_hi"] and at_one["n_boot"] == 200

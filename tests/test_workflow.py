@@ -199,11 +199,19 @@ def test_smoke_study_collects_one_row_per_planned_run(smoke_run):
 
 
 @pytest.mark.slow
-def test_table9_reads_the_d_env_sweep(smoke_run):
+def test_table9_accounts_for_every_sweep_point(smoke_run):
     table = pl.read_csv(smoke_run / "results" / "tables" / "table9.csv")
     smoke = yaml.safe_load((smoke_run / "config" / "studies" / "smoke.yaml").read_text())
-    assert table["d_env"].to_list() == smoke["study"]["grids"]["d_env"]
-    assert (table["trajectories"] > 0).all() and abs(table["flops_normalized"].mean() - 1) < 1e-9
+    d_env = table.filter(pl.col("row") == "axis_sweeps:d_env")
+    assert d_env["d_env"].to_list() == smoke["study"]["grids"]["d_env"]
+    train = smoke["train"]
+    fixed = table.filter(pl.col("budget") == "fixed_visits")
+    # every fixed-visits point played its visits, d_traj rollouts each, and was charged for them
+    assert (fixed["visits"] == train["updates"] * train["visits_per_update"]).all()
+    assert (fixed["trajectories"] == fixed["visits"] * fixed["d_traj"]).all()
+    assert (fixed["updates"] == train["updates"]).all()
+    assert (fixed["charged_compute"] > 0).all() and (fixed["executed_over_charged"] > 0).all()
+    assert set(table["row"]) >= {f"axis_sweeps:{axis}" for axis in ("d_env", "d_task", "d_traj")}
     assert (smoke_run / "results" / "tables" / "table9.md").read_text().startswith("# Table 9")
 
 
@@ -357,6 +365,15 @@ def test_recipe_preregisters_trains_and_validates_its_strategies(tmp_path):
     assert set(measured["point_key"]) == set(strategies["point_key"]) and measured["p"].is_not_null().all()
     assert read_meta(recipe_dir / "strategies.parquet").created <= read_meta(validate_dir / "measured.parquet").created
     assert measured.filter(pl.col("role") == "validation")["inside_interval"].is_not_null().all()
+    # every strategy and validation run spent what it was charged, and its level's budget
+    assert measured["executed_over_charged_min"].min() >= 0.95 and measured["executed_over_charged_max"].max() <= 1.05
+    assert measured["total_over_budget"].is_between(0.9, 1.1).all()
+    assert (measured["charged_compute"] + measured["declared_price"] - measured["compute"]).abs().max() < 1e-3
+    efficiency = pl.read_parquet(validate_dir / "efficiency.parquet")
+    assert set(efficiency["measured_status"]) <= {"measured", "below", "above"}
+    assert (efficiency["measured_efficiency_lo"] <= efficiency["measured_efficiency_hi"]).all()
+    table9 = pl.read_csv(workdir / "results" / "tables" / "table9.csv")
+    assert table9.filter(pl.col("budget") == "charged_flops").height == measured.height
     assert set(pl.read_parquet(recipe_dir / "exponents.parquet")["axis"]) >= {"d_env", "d_task", "d_traj", "sum"}
     for name in ("table18", "table19", "table20", "table21"):
         assert (workdir / "results" / "tables" / f"{name}.md").stat().st_size > 0

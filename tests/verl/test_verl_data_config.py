@@ -78,7 +78,7 @@ def test_prepared_run_passes_verl_config_validation_and_sets_the_pitfall_keys(sc
 
     rollout = cfg.actor_rollout_ref.rollout
     assert rollout.n == settings["group_size"]
-    assert cfg.data.train_batch_size == settings["episodes_per_update"] // settings["group_size"]
+    assert cfg.data.train_batch_size == settings["visits_per_update"]
     assert cfg.trainer.total_training_steps == settings["updates"]
     assert cfg.actor_rollout_ref.actor.optim.lr == settings["lr"]
     assert cfg.data.train_files == str(run.layout.train_file)
@@ -104,7 +104,7 @@ def test_prepared_run_passes_verl_config_validation_and_sets_the_pitfall_keys(sc
 
 
 def test_verl_validation_rejects_a_batch_the_gpus_cannot_split(schema, model_dir, tmp_path):
-    settings = train_settings(schema, "grpo", d_traj=3)  # 64 // 3 = 21 prompts x 3 rollouts = 63 samples
+    settings = train_settings(schema, "grpo", d_traj=3) | {"visits_per_update": 7}  # 7 prompts x 3 = 21 samples
     with pytest.raises(AssertionError, match="divisible"):
         validate_overrides(overrides(settings, job(model_dir, tmp_path, n_gpus=2)))
 

@@ -83,7 +83,7 @@ def small_mathcode_pool() -> toolworld.Pool:
 def train_settings(schema: dict[str, Any], algo: str, reward_density: str = "sparse", d_traj: int = 4
                    ) -> dict[str, Any]:
     """What the plan hands a backend for a design: the schema's train defaults resolved for it."""
-    design = {"budget": "fixed_updates", "algo": algo, "width": 64, "d_traj": d_traj, "reward_density": reward_density}
+    design = {"budget": "fixed_visits", "algo": algo, "width": 64, "d_traj": d_traj, "reward_density": reward_density}
     return backend_settings(validate_config({}, schema)["train"], design)
 
 

@@ -614,7 +614,8 @@ def validate(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, 
     runs = trained.join(success_by_tier(episodes), on="run_key", how="left").join(keys, on="run_key")
     tier = settings["recipe"]["tier"]
     measured = pool_points(runs, ["point_key"], tier)
-    spent = accounting(runs.join(strategies.select("point_key", "charged_compute"), on="point_key"), ["point_key"])
+    charged = strategies.select("point_key", "charged_compute").unique("point_key")
+    spent = accounting(runs.join(charged, on="point_key"), ["point_key"])
     table = (strategies.join(measured.select("point_key", "n_seeds", "p", "loss", "loss_se", "trials"),
                              on="point_key", how="left")
              .join(spent.drop("charged_compute"), on="point_key", how="left")

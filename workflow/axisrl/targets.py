@@ -39,7 +39,7 @@ RECIPE_FRAMES = ("law", "cost", "path", "exponents", "curves", "table18", "table
 """Every frame the ``recipe`` stage writes; ``strategies`` holds the pre-registered runs it plans."""
 
 RECIPE_TABLES = {
-    "table18": "Table 18: measured cost drivers per domain",
+    "table18": "Table 18: measured cost drivers per domain (means over the runs the recipe law is fitted to)",
     "table19": "Table 19: recipe exponents under progressively richer cost models (an identified_ column is false where the fitted law gives that axis no effect, so its slope only shows where the budget constraint put spare compute)",
     "table20": "Table 20: recipe exponents per domain (OLS slope of ln x* on ln C, bootstrap interval; identified is false where the fitted law gives the axis no effect, so its slope only shows where the budget constraint put spare compute)",
     "table21": "Table 21: recipe-exponent sensitivity to +-50% perturbations of cost coefficients (an identified_ column is false where the fitted law gives that axis no effect, so its slope only shows where the budget constraint put spare compute)",

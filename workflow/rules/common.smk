@@ -67,8 +67,8 @@ PRICING_SPEC = StageSpec(
     {"collect": COLLECT_SPEC.key},
 )
 PRICING_DIR = f"{RESULTS}/pricing/{PRICING_SPEC.key}"
-RECIPE_TRAIN = {key: CONFIG["train"][key] for key in TRAIN_KEYS["fixed_visits"]}
-"""The training-budget keys the recipe reads: the visits per run of the law's ``fixed_visits`` runs."""
+RECIPE_TRAIN = {key: CONFIG["train"][key] for key in TRAIN_KEYS["charged_flops"]}
+"""The training-budget keys the recipe reads: its cost model's visits per run and its strategy runs' budgets."""
 RECIPE_SPEC = StageSpec(
     "recipe",
     {

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from axisrl.budget import visits_per_run
+from axisrl.budget import budget_problems, visits_per_run
 from axisrl.laws.data import AXES, RunArrays, infer_centre, point_statistics, usable_runs
 from axisrl.laws.joint import Law, bootstrap_joint, fit_joint, fitted_law, predict_loss
 from axisrl.laws.tables import in_families
@@ -56,7 +56,7 @@ class RecipeSettings:
     seed: int
     perturbation: float
     train: Mapping[str, Any]
-    """The study's training-budget keys of the law's convention (``axisrl.budget.TRAIN_KEYS["fixed_visits"]``)."""
+    """The study's training-budget keys a strategy run reads (``axisrl.budget.TRAIN_KEYS["charged_flops"]``)."""
 
     @property
     def visits(self) -> int:
@@ -299,6 +299,9 @@ def strategy_designs(fitted: FittedLaw, model: CostModel, settings: RecipeSettin
         label = f"{'recipe.validation' if role == 'validation' else 'recipe.strategies'}: {strategy} at {factor:g}x"
         design = charged_design(round_design(allocation.values, fitted.centre, settings.train["visits_per_update"],
                                              capacity), model, compute, label)
+        problems = budget_problems(design.as_dict(), settings.train)
+        if problems:
+            raise ValueError(f"{label}: {design.as_dict()}: {'; '.join(problems)}")
         rounded = allocation_at(fitted.law, model, {a: float(getattr(design, a)) for a in RECIPE_AXES}, compute,
                                 strategy=strategy)
         predicted, low, high = prediction_interval(fitted, design, n_seeds, seed=settings.seed)
@@ -446,11 +449,6 @@ def _resampled_success(seeds: Mapping[str, tuple[np.ndarray, np.ndarray]], rng: 
         pick = rng.integers(0, len(trials), size=len(trials))
         drawn[point] = float(rng.binomial(trials[pick], successes[pick] / trials[pick]).sum() / trials[pick].sum())
     return drawn
-
-
-MEASURED_STATUS = {"measured": "the recipe's measured curve reaches the baseline's success between two levels",
-                   "below": "the recipe's cheapest level already beats the baseline: the efficiency is at least this",
-                   "above": "no recipe level reaches the baseline: the efficiency is at most this"}
 
 
 def efficiency_table(measured: pl.DataFrame, seed_runs: pl.DataFrame, law: Law, draws: Sequence[Law],

@@ -2,9 +2,8 @@
 
 One update visits ``visits_per_update`` tasks (walking a seeded shuffle of the training tasks,
 reshuffled each pass, so every task is visited equally often), rolls out ``group_size`` episodes
-of each (one episode seed, so one anonymisation, per group: the
-samples of one prompt), then takes one optimiser step (GRPO) or ``ppo_epochs`` x ``ppo_minibatches``
-steps (PPO). A non-finite score, loss, gradient or parameter ends the run with status
+of each (one episode seed, so one anonymisation, per group: the samples of one prompt), then takes
+one optimiser step (GRPO) or ``ppo_epochs`` x ``ppo_minibatches`` steps (PPO). A non-finite score, loss, gradient or parameter ends the run with status
 ``"failed"`` and the metrics so far.
 
 Synthetic trajectories (``SyntheticTrajectories``, GRPO only) join every group: ``per_group``
@@ -13,8 +12,8 @@ all of them as if they were more samples of the prompt (how many visits an updat
 training budget's business, ``axisrl.budget``). Their steps do not count against
 ``max_rollout_steps`` (a cap on real env steps); their FLOPs count against ``max_flops``.
 
-A FLOP cap ends the run where its spend is closest to the cap: once an update would overshoot,
-updates play only as many visits as the recent FLOPs per visit say the cap has left.
+A FLOP cap ends the run close to the cap: once the cap leaves less than two updates, each update
+plays at most half the visits the recent FLOPs per visit say are left.
 
 Randomness: ``torch.manual_seed(seed)`` for the initial weights, and separate numpy generators
 (one ``SeedSequence`` spawn each) for task sampling, episode seeds, action sampling and PPO
@@ -486,15 +485,17 @@ the policy learns (more groups with a learning signal to train on), so the recen
 
 
 def _visits_within_cap(s: TrainSettings, metrics: Sequence[Mapping[str, Any]], spent_flops: float) -> int:
-    """Visits the next update plays: ``visits_per_update``, or under a FLOP cap the whole visits the
-    recent FLOPs per visit say fit in what the cap leaves, so the run closes in on the cap from
-    below; with less than one visit left, one more visit if that lands nearer the cap (0 ends the run)."""
+    """Visits the next update plays: ``visits_per_update``, or under a FLOP cap at most half the
+    visits the recent FLOPs per visit say the cap leaves, so that a run closes in on its cap from
+    below in shrinking updates even when one visit costs several times another (a group with a
+    learning signal trains, one without does not); with less than two visits left, one more if
+    that lands nearer the cap (0 ends the run)."""
     if s.max_flops is None or not metrics:
         return s.visits_per_update
     recent = metrics[-RECENT_UPDATES:]
     per_visit = sum(row["rollout_flops"] + row["train_flops"] for row in recent) / sum(row["groups"] for row in recent)
     left = (s.max_flops - spent_flops) / per_visit
-    return min(s.visits_per_update, math.floor(left)) if left >= 1 else int(left >= 0.5)
+    return min(s.visits_per_update, math.floor(left / 2)) if left >= 2 else int(left >= 0.5)
 
 
 def train(envs: Sequence[Mapping[str, Any]], tasks: Sequence[Mapping[str, Any]], settings: TrainSettings,
