@@ -221,14 +221,15 @@ def test_repeated_sweeps_spread_family_points_over_the_grid_and_the_axis_sweeps_
     assert swept("axis_sweeps") == sorted(study["grids"]["d_env"])
     for family in ("pool_s3", "pool_placebo", "model_sizes", "algorithms", "reward_density"):
         assert swept(family) == [1, 4, 32], family
-    assert swept("held_axis_half", "d_traj") == [2, 8, 64]
+    assert swept("held_axis_half") == [1, 4]  # a d_env sweep stops at the held d_task (16)
+    assert swept("held_axis_double") == [1, 4, 32]
     study["family_points"] = None
     assert swept("axis_sweeps") == sorted(study["grids"]["d_env"])
     assert {getattr(p.design, "d_env") for p in plan_designs(study).values() if "pool_s3:d_env" in p.sweeps} \
         == set(study["grids"]["d_env"])
     mixtures = study["families"]["mixtures"]
     second = [p.ratio for p in pricing_points(study) if p.source == "awm" and p.role == "mixture"]
-    assert sorted(second) == sorted([*mixtures["ratios"], 0.25, 1, 4, 16])
+    assert sorted(second) == sorted([*mixtures["ratios"], *spread(mixtures["ratios"], 4)])
     mixtures["second_amount"]["ratio_points"] = None
     second = [p for p in pricing_points(study) if p.source == "awm" and p.role == "mixture"]
     assert len(second) == 2 * len(mixtures["ratios"])
