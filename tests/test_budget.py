@@ -8,7 +8,7 @@ import polars as pl
 import pytest
 
 from axisrl.backends import tiny
-from axisrl.budget import CONVENTIONS, budget_problems, training_budget, visits_per_run
+from axisrl.budget import CONVENTIONS, PLANNED_CONVENTIONS, budget_problems, training_budget, visits_per_run
 from axisrl.config import validate_config
 from axisrl.domains import toolworld as tw
 from axisrl.plan import Design, backend_settings, plan_designs
@@ -84,8 +84,10 @@ def test_every_convention_executes_the_budget_it_is_charged(pool, config):
     assert training_budget(strategy.as_dict(), train).max_flops == strategy.flop_budget
 
 
-def test_a_budget_names_what_it_holds_fixed_and_refuses_what_it_cannot_execute(smoke_config):
+def test_a_budget_names_what_it_holds_fixed_and_refuses_what_it_cannot_execute(smoke_config, schema):
     train = smoke_config["train"]
+    families = schema["properties"]["study"]["properties"]["families"]["properties"]
+    assert families["budget_conventions"]["properties"]["conventions"]["items"]["enum"] == list(PLANNED_CONVENTIONS)
     design = Design(d_env=2, d_task=8, d_traj=4, width=16, algo="grpo", reward_density="sparse")
     assert set(CONVENTIONS) == {"fixed_visits", "token_cap", "iso_flop", "charged_flops"}
     fixed = training_budget(design.as_dict(), train)
