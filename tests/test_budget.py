@@ -8,7 +8,8 @@ import polars as pl
 import pytest
 
 from axisrl.backends import tiny
-from axisrl.budget import CONVENTIONS, PLANNED_CONVENTIONS, budget_problems, training_budget, visits_per_run
+from axisrl.budget import (CONVENTIONS, PLANNED_CONVENTIONS, TRAIN_KEYS, budget_problems, training_budget,
+                           visits_per_run)
 from axisrl.config import validate_config
 from axisrl.domains import toolworld as tw
 from axisrl.plan import Design, backend_settings, plan_designs
@@ -101,6 +102,11 @@ def test_a_budget_names_what_it_holds_fixed_and_refuses_what_it_cannot_execute(s
         f"train.visits_per_update={train['visits_per_update']} exceeds d_task=2 (an update would visit a task twice)"]
     with pytest.raises(ValueError, match="flop_budget exactly when its budget is charged_flops"):
         training_budget(design.as_dict() | {"budget": "charged_flops"}, train)
+    # each convention's budget needs no train key but the ones a run's key covers
+    for convention, keys in TRAIN_KEYS.items():
+        only = {key: train[key] for key in keys}
+        charged = {"flop_budget": 1.0} if convention == "charged_flops" else {}
+        assert training_budget(design.as_dict() | {"budget": convention} | charged, only).convention == convention
 
 
 def test_a_strategy_spends_what_rounding_leaves_on_rollouts_or_is_refused(smoke_config):

@@ -383,6 +383,7 @@ def test_measured_efficiency_reads_the_recipes_measured_curve_at_what_was_spent(
             point = f"{strategy}{level:g}"
             rows.append({"role": "strategy", "strategy": strategy, "compute_factor": level, "compute": 100.0 * level,
                          "total_cost": 100.0 * level, "point_key": point, "p": success_p, "trials": 400 * seeds,
+                         "p_se": np.sqrt(success_p * (1 - success_p) / (400 * seeds)),
                          "loss": -np.log(success_p), "loss_se": 0.05})
             seed_runs += [{"point_key": point, "successes": int(400 * success_p), "trials": 400}] * seeds
     bounds = {"width": (16.0, 256.0), "d_env": (1.0, 64.0), "d_task": (8.0, 1024.0), "d_traj": (1.0, 64.0)}

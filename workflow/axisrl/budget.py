@@ -27,7 +27,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from axisrl.synthesis import method_of
+from axisrl.synthesis import synthetic_amounts
 
 CONVENTIONS = {
     "fixed_visits": "train.updates updates of train.visits_per_update task visits, d_traj rollouts per visit",
@@ -90,7 +90,7 @@ def training_budget(design: Mapping[str, Any], train: Mapping[str, Any]) -> Trai
         raise ValueError("a design has a flop_budget exactly when its budget is charged_flops, got "
                          f"budget={convention} flop_budget={design.get('flop_budget')}")
     d_traj = int(design["d_traj"])
-    synthetic = int(_synthetic_per_visit(design))
+    synthetic = int(synthetic_amounts(design)["d_traj_synthetic"])  # joined to each visit's group
     if convention in ("fixed_visits", "charged_flops"):
         visits = int(train["visits_per_update"])
     else:
@@ -106,14 +106,6 @@ def training_budget(design: Mapping[str, Any], train: Mapping[str, Any]) -> Trai
 def visits_per_run(train: Mapping[str, Any]) -> int:
     """Task visits of a ``fixed_visits`` run (the same for every design): the cost model's ``V``."""
     return training_budget({"budget": DEFAULT_CONVENTION, "d_traj": 1}, train).visits
-
-
-def _synthetic_per_visit(design: Mapping[str, Any]) -> float:
-    """Synthetic trajectories joined to each visit's group: ``ratio x d_traj`` for a trajectory-axis
-    mixture (``Design.synthetic_amounts``' ``d_traj_synthetic``), else none."""
-    if design.get("source", "real") == "real" or method_of(design["source"]).axis != "d_traj":
-        return 0.0
-    return float(design["ratio"]) * float(design["d_traj"])
 
 
 def budget_problems(design: Mapping[str, Any], train: Mapping[str, Any]) -> list[str]:

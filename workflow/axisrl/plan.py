@@ -17,7 +17,7 @@ from typing import Any
 
 from axisrl.budget import BUDGET_KEYS, DEFAULT_CONVENTION, budget_problems, training_budget
 from axisrl.config import ConfigError, StageSpec, canonical_json
-from axisrl.synthesis import CORE_SUFFIX, method_of
+from axisrl.synthesis import CORE_SUFFIX, method_of, synthetic_amounts
 
 AXES = ("d_env", "d_task", "d_traj")
 HELD_FACTORS = {"quarter": 0.25, "half": 0.5, "double": 2.0}
@@ -63,19 +63,8 @@ class Design:
         return hashlib.sha256(canonical_json(self.as_dict()).encode()).hexdigest()[:12]
 
     def synthetic_amounts(self) -> dict[str, float]:
-        """Synthetic units added per axis (``d_env_synthetic``, ...): ``ratio`` times the real amount
-        on the method's axis; environment synthesis brings its environments' tasks too (tasks
-        per environment held), so it also adds ``ratio * d_task`` tasks."""
-        amounts = dict.fromkeys(SYNTHETIC_COLUMNS, 0.0)
-        if self.source != "real":
-            axis = method_of(self.source).axis
-            amounts[f"{axis}_synthetic"] = self.ratio * getattr(self, axis)
-            if axis == "d_env":
-                amounts["d_task_synthetic"] = self.ratio * self.d_task
-        return amounts
-
-
-SYNTHETIC_COLUMNS = ("d_env_synthetic", "d_task_synthetic", "d_traj_synthetic")
+        """Synthetic units added per axis (``axisrl.synthesis.synthetic_amounts``)."""
+        return synthetic_amounts(self.as_dict())
 
 
 def _scaled(value: int, factor: float) -> int:

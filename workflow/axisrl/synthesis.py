@@ -8,7 +8,9 @@ study's, so the plan and the pricing stage read them from here.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 CORE_SUFFIX = "_core"
 """Source name of a method reduced to the common generate-filter-train core (Table 16)."""
@@ -44,3 +46,21 @@ def method_of(source: str) -> MethodFamily:
     if name not in METHODS:
         raise ValueError(f"unknown synthetic source {source!r}; known: {sorted(METHODS)}")
     return METHODS[name]
+
+
+SYNTHETIC_COLUMNS = ("d_env_synthetic", "d_task_synthetic", "d_traj_synthetic")
+
+
+def synthetic_amounts(design: Mapping[str, Any]) -> dict[str, float]:
+    """Synthetic units a design adds per axis (``d_env_synthetic``, ...): ``ratio`` times the real
+    amount on its source's axis; environment synthesis brings its environments' tasks too (tasks
+    per environment held), so it also adds ``ratio * d_task`` tasks. None for a real-only design."""
+    amounts = dict.fromkeys(SYNTHETIC_COLUMNS, 0.0)
+    source = design.get("source", "real")
+    if source != "real":
+        axis = method_of(source).axis
+        amounts[f"{axis}_synthetic"] = design["ratio"] * design[axis]
+        if axis == "d_env":
+            amounts["d_task_synthetic"] = design["ratio"] * design["d_task"]
+    return amounts
+

@@ -466,10 +466,9 @@ def efficiency_table(measured: pl.DataFrame, seed_runs: pl.DataFrame, law: Law, 
     with a percentile interval over ``n_draws`` law draws. ``recipe_success``, ``difference`` and
     ``difference_se`` compare the two strategies' measured success at the same level.
 
-    ``measured`` is validate's frame (one row per strategy point, ``total_cost`` and ``p`` among its
-    columns); ``seed_runs`` has one row per run: ``point_key``, ``successes``, ``trials``."""
-    runs = measured.filter(pl.col("role") == "strategy").with_columns(
-        p_se=(pl.col("p") * (1 - pl.col("p")) / pl.col("trials")).sqrt())
+    ``measured`` is validate's frame (one row per strategy point, ``total_cost``, ``p`` and ``p_se``
+    among its columns); ``seed_runs`` has one row per run: ``point_key``, ``successes``, ``trials``."""
+    runs = measured.filter(pl.col("role") == "strategy")
     baselines = runs.filter(pl.col("strategy") != "recipe")
     recipe_runs = runs.filter(pl.col("strategy") == "recipe")
     recipe_by_level = {row["compute_factor"]: row for row in recipe_runs.to_dicts()}
