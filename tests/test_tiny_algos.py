@@ -6,9 +6,10 @@ import math
 
 import pytest
 import torch
-
 from axisrl.backends.tiny.algos import (
+    LOSS_AGG_MODES,
     agg_loss,
+    chunk_share,
     compute_gae_advantage_return,
     compute_grpo_outcome_advantage,
     compute_policy_loss,
@@ -58,6 +59,20 @@ def test_each_loss_aggregation(mode, expected):
 def test_unknown_aggregation_is_rejected():
     with pytest.raises(ValueError, match="loss_agg_mode"):
         agg_loss(torch.ones(1, 1), torch.ones(1, 1), "sum")
+
+
+@pytest.mark.parametrize("mode", LOSS_AGG_MODES)
+def test_chunk_shares_of_the_normaliser_sum_chunk_losses_to_the_batch_loss(mode):
+    """Any partition of a batch's episodes into chunks: each chunk's loss, weighted by its share of
+    the batch normaliser, adds up to the loss of the whole batch."""
+    loss = torch.tensor([[1.0, 2.0, 3.0, 9.0], [4.0, 5.0, 6.0, 9.0], [7.0, 8.0, 9.0, 9.0]])
+    mask = torch.tensor([[1.0, 1.0, 0.0, 0.0], [1.0, 0.0, 0.0, 0.0], [1.0, 1.0, 1.0, 0.0]])
+    for chunks in ([[0, 1, 2]], [[0], [1, 2]], [[0, 2], [1]], [[0], [1], [2]]):
+        total = sum(chunk_share(mode, mask, torch.tensor(rows)) * agg_loss(loss[rows], mask[rows], mode)
+                    for rows in chunks)
+        close(total, agg_loss(loss, mask, mode))
+    with pytest.raises(ValueError, match="loss_agg_mode"):
+        chunk_share("sum", mask, torch.tensor([0]))
 
 
 def test_clipped_surrogate_uses_the_asymmetric_range():

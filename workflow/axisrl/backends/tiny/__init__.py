@@ -7,7 +7,7 @@
     episodes = evaluate(load_policy("policies.pt", seed=0), heldout_envs, heldout_tasks, seed=0)
 
 The caller pins threads (``OMP_NUM_THREADS=1`` before importing torch, ``torch.set_num_threads(1)``);
-this package never changes them. Reference notes: ``shared/reference/tiny-backend.md``.
+this package never changes them. How the backend works and why: ``docs/tiny-backend.md``.
 """
 
 from axisrl.backends.tiny.checkpoint import checkpoint, load_policy, policy_of, save_checkpoints

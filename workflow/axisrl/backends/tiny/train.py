@@ -3,8 +3,9 @@
 One update visits ``visits_per_update`` tasks (walking a seeded shuffle of the training tasks,
 reshuffled each pass, so every task is visited equally often), rolls out ``group_size`` episodes
 of each (one episode seed, so one anonymisation, per group: the samples of one prompt), then takes
-one optimiser step (GRPO) or ``ppo_epochs`` x ``ppo_minibatches`` steps (PPO). A non-finite score, loss, gradient or parameter ends the run with status
-``"failed"`` and the metrics so far.
+one optimiser step (GRPO) or ``ppo_epochs`` x ``ppo_minibatches`` steps (PPO): the update rule
+``UPDATES`` holds under ``algo``. A non-finite score, loss, gradient or parameter ends the run
+with status ``"failed"`` and the metrics so far.
 
 Synthetic trajectories (``SyntheticTrajectories``, GRPO only) join every group: ``per_group``
 of them per task beside the ``group_size`` real rollouts, the group's advantages normalised over
@@ -20,6 +21,10 @@ Randomness: ``torch.manual_seed(seed)`` for the initial weights, and separate nu
 minibatches; synthetic trajectories (which ones are replayed, simulator seeds, simulated
 actions) draw from a generator of their own, seeded apart from those four so that asking for
 them leaves the real rollouts' streams as they were. Thread counts are the caller's business.
+
+Top to bottom: the update rules' registry, the settings and the result; the parts of an update
+(task sampling, synthetic trajectories, re-scoring, the GRPO and PPO rules, the caps); last
+``train``, whose loop is ROLLOUT, UPDATE, RECORD.
 """
 
 from __future__ import annotations
@@ -31,29 +36,76 @@ import json
 import logging
 import math
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
-from torch.optim.adam import adam
 
 from axisrl.backends.tiny.algos import (
     LOSS_AGG_MODES,
     agg_loss,
+    chunk_share,
     compute_gae_advantage_return,
     compute_grpo_outcome_advantage,
     compute_policy_loss,
     kl_penalty_k3,
 )
+from axisrl.backends.tiny.fast_torch import Adam, deterministic_eager_ops
 from axisrl.backends.tiny.features import collate, collate_episodes
 from axisrl.backends.tiny.policy import ToolPointer, segment_entropy, segment_log_softmax
 from axisrl.backends.tiny.rollout import Diverged, Episode, RolloutStats, Specs, distinct, no_cyclic_gc, rollout
 
 log = logging.getLogger(__name__)
 
-__all__ = ["SyntheticTrajectories", "TrainResult", "TrainSettings", "make_policy", "param_hash", "train"]
+__all__ = ["UPDATES", "SyntheticTrajectories", "TrainResult", "TrainSettings", "UpdateContext", "UpdateStats",
+           "make_policy", "param_hash", "register_update", "train"]
+
+
+@dataclass(frozen=True)
+class UpdateContext:
+    """What an update rule gets: the policy it trains with its optimiser, the frozen reference
+    (GRPO with ``kl_coef > 0``, else None), the update's episodes (real rollouts, then synthetic
+    trajectories) with the group of each, the settings, the padded horizon and a generator of
+    the rule's own (PPO's minibatches)."""
+
+    policy: ToolPointer
+    reference: ToolPointer | None
+    optimizer: Adam
+    episodes: Sequence[Episode]
+    groups: torch.Tensor
+    settings: TrainSettings
+    horizon: int
+    rng: np.random.Generator
+
+
+@dataclass(frozen=True)
+class UpdateStats:
+    """What an update reports for its metrics row (see ``TrainResult``)."""
+
+    loss: float = 0.0
+    grad_norm: float = 0.0
+    kl: float = 0.0
+    train_flops: int = 0
+    gradient_steps: int = 0
+
+
+UpdateRule = Callable[[UpdateContext], UpdateStats]
+UPDATES: dict[str, UpdateRule] = {}
+"""The update rules by ``TrainSettings.algo``, filled by ``register_update``."""
+
+
+def register_update(name: str) -> Callable[[UpdateRule], UpdateRule]:
+    """Register an update rule as the one ``algo=name`` selects."""
+
+    def register(rule: UpdateRule) -> UpdateRule:
+        if name in UPDATES:
+            raise ValueError(f"update rule {name!r} is registered twice")
+        UPDATES[name] = rule
+        return rule
+
+    return register
 
 
 @dataclass(frozen=True)
@@ -62,27 +114,43 @@ class TrainSettings:
     no KL and no reference model."""
 
     algo: str = "grpo"
+    """The update rule, a key of ``UPDATES``: ``grpo`` or ``ppo``."""
     width: int = 64
+    """The policy's embedding and hidden width."""
     updates: int = 100
+    """Updates to run, unless a cap ends the run sooner."""
     visits_per_update: int = 32
     """Tasks visited per update (GRPO groups), each by ``group_size`` rollouts."""
     group_size: int = 8
+    """Real rollouts per visited task: the samples of one prompt."""
     lr: float = 3e-3
+    """Adam's learning rate."""
     clip_ratio_low: float = 0.2
+    """The surrogate's ratio is clipped below at ``1 - clip_ratio_low``."""
     clip_ratio_high: float | None = None
     """None: 0.28 for GRPO (DAPO clip-higher), ``clip_ratio_low`` for PPO (the symmetric clip)."""
     loss_agg_mode: str = "token-mean"
+    """GRPO's aggregation of step losses, one of ``LOSS_AGG_MODES`` (PPO's minibatches take the token mean)."""
     norm_adv_by_std_in_grpo: bool = False
+    """Divide GRPO's advantages by the group's std (original GRPO); False is Dr. GRPO."""
     kl_coef: float = 0.0
+    """GRPO's weight of the k3 KL to the initial policy (0: no reference model)."""
     reward_density: str = "sparse"
+    """What an episode is trained on: ``sparse``, its verified outcome; ``dense``, the fraction of subgoals met."""
     gamma: float = 1.0
+    """PPO's discount."""
     lam: float = 0.95
+    """PPO's GAE lambda."""
     ppo_epochs: int = 4
+    """PPO's passes over an update's decisions."""
     ppo_minibatches: int = 4
+    """PPO's minibatches per pass, one optimiser step each."""
     vf_coef: float = 0.5
+    """PPO's weight of the value loss."""
     ent_coef: float = 0.01
     """PPO's entropy bonus; GRPO has none (its zero-advantage steps are then skipped exactly)."""
     max_grad_norm: float = 1.0
+    """The gradient's norm is clipped to this before every optimiser step."""
     leak_primitive_role: bool = False
     """Add each tool's true primitive to its descriptor: a deliberate leak, for the leak check only."""
     max_rollout_steps: int | None = None
@@ -92,7 +160,7 @@ class TrainSettings:
 
     def __post_init__(self) -> None:
         checks = {
-            "algo must be 'grpo' or 'ppo'": self.algo in ("grpo", "ppo"),
+            f"algo must be one of {sorted(UPDATES)}": self.algo in UPDATES,
             f"loss_agg_mode must be one of {LOSS_AGG_MODES}": self.loss_agg_mode in LOSS_AGG_MODES,
             "reward_density must be 'sparse' or 'dense'": self.reward_density in ("sparse", "dense"),
             "width, updates, visits_per_update, group_size, ppo_epochs and ppo_minibatches must be >= 1":
@@ -194,46 +262,49 @@ class TrainResult:
 
 
 COST_DRIVERS = ("env_seconds", "env_calls", "verifier_seconds", "verifier_calls", "policy_seconds")
+TIMINGS = ("rollout_seconds", "train_seconds", "rollout_wall_seconds", *COST_DRIVERS)
 SYNTHETIC_COUNTS = ("synthetic_episodes", "synthetic_env_steps", "synthetic_unmatched_steps", "synthetic_missing_tasks")
+ROW_TOTALS = ("rollout_flops", "train_flops", "env_steps", "scored_decisions", "gradient_steps", "episodes",
+              "zero_variance_groups", *SYNTHETIC_COUNTS)
+"""The metrics row's counts that ``RunTotals`` sums."""
 
 
-def _deterministic_eager_ops() -> None:
-    """``torch.use_deterministic_algorithms(True)`` for eager ops only: the public setter also
-    imports ``torch._inductor`` to set its config (1.7 s per process, a tenth of a default train
-    job), and nothing here is compiled. Without torch's default NaN-filling of every new tensor
-    in that mode (a debugging aid that catches reads of uninitialised memory): one extra memory
-    pass per op output, about 5 % of a policy forward, for the same results."""
-    setter = getattr(torch._C, "_set_deterministic_algorithms", None)
-    if setter is None:
-        torch.use_deterministic_algorithms(True)
-    else:
-        setter(True)
-    torch.utils.deterministic.fill_uninitialized_memory = False
+@dataclass
+class RunTotals:
+    """The run so far, summed over its updates' metrics rows and visits: ``TrainResult.compute``."""
 
+    rollout_flops: int = 0
+    train_flops: int = 0
+    env_steps: int = 0
+    scored_decisions: int = 0
+    gradient_steps: int = 0
+    episodes: int = 0
+    visits: int = 0
+    updates: int = 0
+    zero_variance_groups: int = 0
+    failed_episodes: int = 0
+    truncated_episodes: int = 0
+    synthetic_episodes: int = 0
+    synthetic_env_steps: int = 0
+    synthetic_unmatched_steps: int = 0
+    synthetic_missing_tasks: int = 0
+    tasks_seen: set[str] = field(default_factory=set)
+    envs_seen: set[str] = field(default_factory=set)
 
-class Adam:
-    """``torch.optim.Adam(fused=True)``'s update through torch's functional ``adam`` (bit-identical
-    on CPU, a test checks): the ``Optimizer`` class imports ``torch._dynamo`` on first use, 1.9 s
-    per process, about a tenth of a default train job. Fused: one kernel over all parameters, 6x
-    faster than the per-tensor loop on this policy's 39 tensors (0.3 against 1.8 ms a step)."""
+    def add(self, row: Mapping[str, Any], visit: Visit) -> None:
+        """Count one update: its metrics ``row`` and the real rollouts and tasks of its ``visit``."""
+        for key in ROW_TOTALS:
+            setattr(self, key, getattr(self, key) + row[key])
+        self.visits += row["groups"]
+        self.updates += 1
+        self.failed_episodes += sum(not e.success for e in visit.episodes)
+        self.truncated_episodes += sum(e.truncated for e in visit.episodes)
+        self.tasks_seen.update(task["task_id"] for task in visit.tasks)
+        self.envs_seen.update(task["env_id"] for task in visit.tasks)
 
-    def __init__(self, params: Iterable[torch.nn.Parameter], lr: float) -> None:
-        self.params = list(params)
-        self.lr = lr
-        self.exp_avgs = [torch.zeros_like(p, memory_format=torch.preserve_format) for p in self.params]
-        self.exp_avg_sqs = [torch.zeros_like(p, memory_format=torch.preserve_format) for p in self.params]
-        self.steps = [torch.tensor(0.0) for _ in self.params]
-
-    @torch.no_grad()
-    def step(self) -> None:
-        live = [k for k, p in enumerate(self.params) if p.grad is not None]
-        adam([self.params[k] for k in live], [self.params[k].grad for k in live], [self.exp_avgs[k] for k in live],
-             [self.exp_avg_sqs[k] for k in live], [], [self.steps[k] for k in live], fused=True, amsgrad=False,
-             beta1=0.9, beta2=0.999, lr=self.lr, weight_decay=0.0, eps=1e-8, maximize=False)
-
-    def zero_grad(self) -> None:
-        for p in self.params:
-            p.grad = None
+    def as_compute(self) -> dict[str, Any]:
+        counts = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if not f.name.endswith("_seen")}
+        return {**counts, "distinct_tasks_seen": len(self.tasks_seen), "distinct_envs_seen": len(self.envs_seen)}
 
 
 def param_hash(policy: torch.nn.Module) -> str:
@@ -256,7 +327,7 @@ class TaskSampler:
         self.order: list[int] = []
 
     def take(self, count: int) -> list[int]:
-        out = []
+        out: list[int] = []
         while len(out) < count:
             if not self.order:
                 self.order = self.rng.permutation(self.n).tolist()
@@ -279,6 +350,18 @@ def _zero_variance_groups(scores: torch.Tensor, group: torch.Tensor) -> int:
     return count
 
 
+class SyntheticEpisodes(NamedTuple):
+    """One update's synthetic trajectories, not yet played."""
+
+    episodes: list[Episode]
+    groups: list[int]
+    """The group (index of the visited task) of each."""
+    scripts: list[list[Any]] | None
+    """Each replay's calls; None when simulated."""
+    missing: int
+    """Visited tasks without replay rows."""
+
+
 class Synthesizer:
     """Builds each update's synthetic trajectories (see ``SyntheticTrajectories``) from their own
     generator; a task's replay rows are walked like the tasks (``TaskSampler``)."""
@@ -288,10 +371,8 @@ class Synthesizer:
         self.rng = np.random.default_rng(np.random.SeedSequence([seed, SYNTHETIC_STREAM]))
         self.samplers: dict[str, TaskSampler] = {}
 
-    def episodes(self, chosen: Sequence[Mapping[str, Any]], episode_seeds: np.ndarray
-                 ) -> tuple[list[Episode], list[int], list[list[Any]] | None, int]:
-        """(episodes, the group of each, replay scripts or None when simulated, tasks without rows).
-        Each task's trajectories share a start node of their own under the group's anonymisation."""
+    def episodes(self, chosen: Sequence[Mapping[str, Any]], episode_seeds: np.ndarray) -> SyntheticEpisodes:
+        """Each task's trajectories share a start node of their own under the group's anonymisation."""
         size, replay, simulator = self.synthetic.per_group, self.synthetic.replay, self.synthetic.simulator
         episodes: list[Episode] = []
         groups: list[int] = []
@@ -309,12 +390,12 @@ class Synthesizer:
                     continue
                 group = Episode.group(spec, task, episode_seed, self.leak, size)
                 picks = self.samplers.setdefault(task["task_id"], TaskSampler(len(rows), self.rng)).take(size)
-                for episode, pick in zip(group, picks):
+                for episode, pick in zip(group, picks, strict=True):
                     episode.label = float(rows[pick]["label"])
                     scripts.append(json.loads(rows[pick]["calls"]))
             episodes += group
             groups += [g] * size
-        return episodes, groups, None if replay is None else scripts, missing
+        return SyntheticEpisodes(episodes, groups, None if replay is None else scripts, missing)
 
     def rollout(self, policy: ToolPointer, episodes: Sequence[Episode], scripts: list[list[Any]] | None
                 ) -> RolloutStats:
@@ -322,8 +403,18 @@ class Synthesizer:
         return rollout(policy, episodes, self.rng if scripts is None else None, scripts=scripts)
 
 
-def _padded(episodes: Sequence[Episode], horizon: int) -> tuple[torch.Tensor, torch.Tensor, np.ndarray]:
-    """(valid-step mask [B, H], old log-probs [B, H], flat position of every decision in [B, H])."""
+class Padded(NamedTuple):
+    """Episodes as padded ``[B, H]`` step tensors."""
+
+    mask: torch.Tensor
+    """1 on every valid step."""
+    old_log_probs: torch.Tensor
+    """The rollouts' log-probs of the actions taken."""
+    positions: np.ndarray
+    """The flat position in ``[B, H]`` of every decision, episode by episode."""
+
+
+def _padded(episodes: Sequence[Episode], horizon: int) -> Padded:
     mask = torch.zeros(len(episodes), horizon)
     old = torch.zeros(len(episodes), horizon)
     positions = []
@@ -332,11 +423,20 @@ def _padded(episodes: Sequence[Episode], horizon: int) -> tuple[torch.Tensor, to
         mask[b, :n] = 1.0
         old[b, :n] = torch.tensor(e.log_probs)
         positions += range(b * horizon, b * horizon + n)
-    return mask, old, np.asarray(positions, dtype=np.int64)
+    return Padded(mask, old, np.asarray(positions, dtype=np.int64))
 
 
-def _chosen_log_probs(policy: ToolPointer, episodes: Sequence[Episode], picks: Sequence[tuple[int, int]]
-                      ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor]:
+class Scored(NamedTuple):
+    """The policy's recomputed outputs at some (episode, step) picks, with gradients."""
+
+    log_probs: torch.Tensor
+    """Of the action taken."""
+    values: torch.Tensor | None
+    """None without a value head."""
+    entropy: torch.Tensor
+
+
+def _chosen_log_probs(policy: ToolPointer, episodes: Sequence[Episode], picks: Sequence[tuple[int, int]]) -> Scored:
     """Log-prob of the taken action, value and entropy at each (episode, step) in ``picks``,
     recomputed with gradients over only the episodes involved; a decision point that several
     picks share (a group's common prefix) is scored once and its gradient accumulates."""
@@ -345,7 +445,7 @@ def _chosen_log_probs(policy: ToolPointer, episodes: Sequence[Episode], picks: S
     batch_of_episodes = collate_episodes([episodes[b].features for b in involved])
     decisions, index = distinct([episodes[b].decisions[t] for b, t in picks])
     first_row: dict[int, int] = {}
-    for (b, _), u in zip(picks, index.tolist()):
+    for (b, _), u in zip(picks, index.tolist(), strict=True):
         first_row.setdefault(u, row[b])
     batch = collate(batch_of_episodes, decisions, [first_row[u] for u in range(len(decisions))])
     logits, values = policy(batch)
@@ -354,7 +454,7 @@ def _chosen_log_probs(policy: ToolPointer, episodes: Sequence[Episode], picks: S
                                                                  dtype=np.int64))
     at = torch.from_numpy(index)
     entropy = segment_entropy(log_probs, batch.cand_decision, len(decisions))[at]
-    return log_probs[taken], None if values is None else values[at], entropy
+    return Scored(log_probs[taken], None if values is None else values[at], entropy)
 
 
 def _backward(loss: torch.Tensor) -> None:
@@ -371,7 +471,7 @@ def _step(policy: ToolPointer, optimizer: Adam, max_grad_norm: float) -> float:
     optimizer.step()
     optimizer.zero_grad()
     if not math.isfinite(float(torch.nn.utils.get_total_norm(policy.parameters(), foreach=True))):
-        raise Diverged("non-finite parameters")  # one norm over all parameters: a tenth of a per-tensor check
+        raise Diverged("non-finite parameters")  # one norm over all parameters, not one per tensor
     return grad_norm
 
 
@@ -379,8 +479,8 @@ GRPO_CHUNK_ACTIVATIONS = 16384 * 64
 """Candidate rows x policy width (whole episodes, at least one) per forward/backward in a GRPO
 step: gradients accumulate, so the autograd graph of one chunk, not of the whole update, is held
 in memory, and that graph grows with the candidates scored times the width, not with the steps.
-A default update (width 64) scores at most about 17,000 candidates, so it is one chunk; one of 64
-rollouts per task scores up to 140,000, which in 256-step chunks took a train job past 500 MB."""
+A default update fits in one chunk; large groups are cut into several (bench/README.md has the
+sizes and the memory that set this)."""
 
 
 def _chunks(episodes: Sequence[Episode], indices: Sequence[int], candidates: int) -> list[list[int]]:
@@ -398,56 +498,56 @@ def _chunks(episodes: Sequence[Episode], indices: Sequence[int], candidates: int
     return chunks
 
 
-def grpo_update(policy: ToolPointer, reference: ToolPointer | None, optimizer: Adam,
-                episodes: Sequence[Episode], group: torch.Tensor, s: TrainSettings, horizon: int) -> dict[str, float]:
+@register_update("grpo")
+def grpo_update(u: UpdateContext) -> UpdateStats:
     """One GRPO step. Every aggregation is a sum over episodes with batch-wide normalisers, so the
-    loss is computed chunk by chunk with each chunk's share of the normaliser. Without a KL term
-    an episode whose advantage is zero contributes nothing and is not recomputed at all; the
-    normalisers still count its steps."""
+    loss is computed chunk by chunk, each weighted by its share of the normaliser (``chunk_share``).
+    Without a KL term an episode whose advantage is zero contributes nothing and is not recomputed
+    at all; the normalisers still count its steps."""
+    s, policy, episodes, horizon = u.settings, u.policy, u.episodes, u.horizon
     mask, old, _ = _padded(episodes, horizon)
-    advantages = compute_grpo_outcome_advantage(_scores(episodes, s.reward_density), group, mask,
+    advantages = compute_grpo_outcome_advantage(_scores(episodes, s.reward_density), u.groups, mask,
                                                 s.norm_adv_by_std_in_grpo)
-    out = {"loss": 0.0, "grad_norm": 0.0, "kl": 0.0, "train_flops": 0, "gradient_steps": 0}
     needed = [b for b in range(len(episodes)) if s.kl_coef > 0 or bool(advantages[b].any())]
-    out["gradient_steps"] = sum(len(episodes[b].actions) for b in needed)
     if not needed:
-        return out
+        return UpdateStats()
+    loss_sum, kl_sum, train_flops = 0.0, 0.0, 0
     for chunk in _chunks(episodes, needed, GRPO_CHUNK_ACTIVATIONS // policy.width):
         rows = torch.tensor(chunk)
-        share = {"token-mean": float(mask[rows].sum() / mask.sum()),
-                 "seq-mean-token-sum-norm": 1.0}.get(s.loss_agg_mode, len(chunk) / len(episodes))
+        share = chunk_share(s.loss_agg_mode, mask, rows)
         steps = [(b, t) for b in chunk for t in range(len(episodes[b].actions))]
         at = torch.tensor([r * horizon + t for r, b in enumerate(chunk) for t in range(len(episodes[b].actions))])
         policy.flops = 0
-        chosen, _, _ = _chosen_log_probs(policy, episodes, steps)
-        out["train_flops"] += 3 * policy.flops
+        chosen = _chosen_log_probs(policy, episodes, steps).log_probs
+        train_flops += 3 * policy.flops
         log_prob = old[rows].flatten().index_put((at,), chosen).view(len(chunk), horizon)
         loss, _ = compute_policy_loss(old[rows], log_prob, advantages[rows], mask[rows], s.clip_ratio_low,
                                       s.clip_high, s.loss_agg_mode)
         loss = share * loss
-        if reference is not None:
-            reference.flops = 0
+        if u.reference is not None:
+            u.reference.flops = 0
             with torch.no_grad():
-                ref_chosen, _, _ = _chosen_log_probs(reference, episodes, steps)
-            out["train_flops"] += reference.flops
+                ref_chosen = _chosen_log_probs(u.reference, episodes, steps).log_probs
+            train_flops += u.reference.flops
             ref = old[rows].flatten().index_put((at,), ref_chosen).view(len(chunk), horizon)
             kl = share * agg_loss(kl_penalty_k3(log_prob, ref), mask[rows], s.loss_agg_mode)
             loss = loss + s.kl_coef * kl
-            out["kl"] += float(kl.detach())
+            kl_sum += float(kl.detach())
         _backward(loss)
-        out["loss"] += float(loss.detach())
-    out["grad_norm"] = _step(policy, optimizer, s.max_grad_norm)
-    return out
+        loss_sum += float(loss.detach())
+    grad_norm = _step(policy, u.optimizer, s.max_grad_norm)
+    return UpdateStats(loss_sum, grad_norm, kl_sum, train_flops, sum(len(episodes[b].actions) for b in needed))
 
 
-def ppo_update(policy: ToolPointer, optimizer: Adam, episodes: Sequence[Episode],
-               s: TrainSettings, horizon: int, rng: np.random.Generator) -> dict[str, float]:
+@register_update("ppo")
+def ppo_update(u: UpdateContext) -> UpdateStats:
     """CleanRL-style PPO: GAE on the episodes' outcome rewards, then epochs of shuffled
     minibatches over the decisions, advantages normalised per minibatch."""
+    s, policy, episodes, horizon = u.settings, u.policy, u.episodes, u.horizon
     mask, old, positions = _padded(episodes, horizon)
     values = torch.zeros(len(episodes), horizon)
     rewards = torch.zeros(len(episodes), horizon)
-    for b, (e, score) in enumerate(zip(episodes, _scores(episodes, s.reward_density))):
+    for b, (e, score) in enumerate(zip(episodes, _scores(episodes, s.reward_density), strict=True)):
         if e.actions:  # an episode cut by the step cap before its first step has nothing to learn from
             values[b, :len(e.values)] = torch.tensor(e.values)
             rewards[b, len(e.actions) - 1] = score
@@ -455,14 +555,14 @@ def ppo_update(policy: ToolPointer, optimizer: Adam, episodes: Sequence[Episode]
     at = torch.from_numpy(positions)
     flat_adv, flat_ret, flat_old = advantages.flatten()[at], returns.flatten()[at], old.flatten()[at]
     steps = [(b, t) for b, e in enumerate(episodes) for t in range(len(e.actions))]
-    out = {"loss": 0.0, "grad_norm": 0.0, "kl": 0.0, "train_flops": 0, "gradient_steps": len(steps)}
+    last_loss, grad_norm, kl, train_flops = 0.0, 0.0, 0.0, 0
     for _ in range(s.ppo_epochs):
-        for chunk in np.array_split(rng.permutation(len(steps)), s.ppo_minibatches):
+        for chunk in np.array_split(u.rng.permutation(len(steps)), s.ppo_minibatches):
             if len(chunk) == 0:
                 continue
             policy.flops = 0
             log_prob, value, entropy = _chosen_log_probs(policy, episodes, [steps[k] for k in chunk])
-            out["train_flops"] += 3 * policy.flops
+            train_flops += 3 * policy.flops
             idx = torch.from_numpy(chunk)
             adv = flat_adv[idx]
             if len(chunk) > 1:
@@ -472,11 +572,11 @@ def ppo_update(policy: ToolPointer, optimizer: Adam, episodes: Sequence[Episode]
                                              s.clip_ratio_low, s.clip_high, "token-mean")
             v_loss = 0.5 * ((value - flat_ret[idx]) ** 2).mean()
             loss = pg_loss - s.ent_coef * entropy.mean() + s.vf_coef * v_loss
-            out["kl"] = float((flat_old[idx] - log_prob.detach()).mean())
-            out["loss"] = float(loss.detach())
+            kl = float((flat_old[idx] - log_prob.detach()).mean())
+            last_loss = float(loss.detach())
             _backward(loss)
-            out["grad_norm"] = _step(policy, optimizer, s.max_grad_norm)
-    return out
+            grad_norm = _step(policy, u.optimizer, s.max_grad_norm)
+    return UpdateStats(last_loss, grad_norm, kl, train_flops, len(steps))
 
 
 RECENT_UPDATES = 4
@@ -484,18 +584,88 @@ RECENT_UPDATES = 4
 the policy learns (more groups with a learning signal to train on), so the recent ones say more."""
 
 
-def _visits_within_cap(s: TrainSettings, metrics: Sequence[Mapping[str, Any]], spent_flops: float) -> int:
-    """Visits the next update plays: ``visits_per_update``, or under a FLOP cap at most half the
-    visits the recent FLOPs per visit say the cap leaves, so that a run closes in on its cap from
-    below in shrinking updates even when one visit costs several times another (a group with a
-    learning signal trains, one without does not); with less than two visits left, one more if
-    that lands nearer the cap (0 ends the run)."""
+def _visits_within_caps(s: TrainSettings, metrics: Sequence[Mapping[str, Any]], totals: RunTotals) -> int:
+    """Visits the next update plays, 0 to end the run: 0 once the env-step cap is reached;
+    ``visits_per_update``, or under a FLOP cap at most half the visits the recent FLOPs per visit
+    say the cap leaves, so that a run closes in on its cap from below in shrinking updates even
+    when one visit costs several times another (a group with a learning signal trains, one
+    without does not); with less than two visits left, one more if that lands nearer the cap."""
+    if s.max_rollout_steps is not None and totals.env_steps >= s.max_rollout_steps:
+        return 0
     if s.max_flops is None or not metrics:
         return s.visits_per_update
     recent = metrics[-RECENT_UPDATES:]
     per_visit = sum(row["rollout_flops"] + row["train_flops"] for row in recent) / sum(row["groups"] for row in recent)
-    left = (s.max_flops - spent_flops) / per_visit
+    left = (s.max_flops - (totals.rollout_flops + totals.train_flops)) / per_visit
     return min(s.visits_per_update, math.floor(left / 2)) if left >= 2 else int(left >= 0.5)
+
+
+class Visit(NamedTuple):
+    """One update's visited tasks and the episodes on them."""
+
+    tasks: list[Mapping[str, Any]]
+    episodes: list[Episode]
+    """``group_size`` real rollouts of each task, task by task."""
+    synthetic: SyntheticEpisodes
+    groups: torch.Tensor
+    """The group (index of the task) of every episode, real then synthetic."""
+
+
+class Played(NamedTuple):
+    """What one update's rollouts did: the real ones and the synthetic ones."""
+
+    real: RolloutStats
+    synthetic: RolloutStats
+
+
+def _visit(tasks: list[Mapping[str, Any]], episode_seeds: np.ndarray, specs: Specs, s: TrainSettings,
+           synthesizer: Synthesizer | None) -> Visit:
+    """The episodes of ``tasks``, each task's on one start (one anonymisation) from its episode seed."""
+    episodes = [episode for g, task in enumerate(tasks)
+                for episode in Episode.group(specs[task["env_id"]], task, int(episode_seeds[g]),
+                                             s.leak_primitive_role, s.group_size)]
+    synthetic = (synthesizer.episodes(tasks, episode_seeds) if synthesizer is not None
+                 else SyntheticEpisodes([], [], None, 0))
+    groups = torch.cat([torch.arange(len(tasks)).repeat_interleave(s.group_size),
+                        torch.tensor(synthetic.groups, dtype=torch.int64)])
+    return Visit(tasks, episodes, synthetic, groups)
+
+
+def _play(policy: ToolPointer, visit: Visit, rng: np.random.Generator, step_budget: int | None,
+          synthesizer: Synthesizer | None) -> Played:
+    """Play the visit's real episodes (sampling with ``rng``, within ``step_budget`` env steps), then its
+    synthetic ones."""
+    real = rollout(policy, visit.episodes, rng, step_budget)
+    synthetic = (synthesizer.rollout(policy, visit.synthetic.episodes, visit.synthetic.scripts)
+                 if synthesizer is not None and visit.synthetic.episodes else RolloutStats())
+    return Played(real, synthetic)
+
+
+def _add_timings(timings: dict[str, float], played: Played, rollout_seconds: float, train_seconds: float) -> None:
+    timings["rollout_seconds"] += rollout_seconds
+    timings["train_seconds"] += train_seconds
+    for key in COST_DRIVERS:
+        timings[key] += getattr(played.real, key) + getattr(played.synthetic, key)
+    timings["rollout_wall_seconds"] += played.real.seconds + played.synthetic.seconds
+
+
+def _metrics_row(update: int, visit: Visit, played: Played, out: UpdateStats, density: str) -> dict[str, Any]:
+    """The update's metrics row (see ``TrainResult``)."""
+    real, synthetic = played
+    rewards = _scores(visit.episodes, density)
+    synthetic_rewards = _scores(visit.synthetic.episodes, density)
+    return {"update": update, "reward_mean": float(rewards.mean()),
+            "success_mean": float(np.mean([e.success for e in visit.episodes])),
+            "entropy": real.entropy_sum / max(real.decisions, 1), "kl": out.kl, "loss": out.loss,
+            "grad_norm": out.grad_norm, "env_steps": real.env_steps, "episodes": len(visit.episodes),
+            "scored_decisions": real.scored_decisions + synthetic.scored_decisions,
+            "gradient_steps": out.gradient_steps, "rollout_flops": real.flops + synthetic.flops,
+            "train_flops": out.train_flops,
+            "zero_variance_groups": _zero_variance_groups(torch.cat([rewards, synthetic_rewards]), visit.groups),
+            "groups": len(visit.tasks), "synthetic_episodes": len(visit.synthetic.episodes),
+            "synthetic_env_steps": synthetic.env_steps, "synthetic_unmatched_steps": synthetic.unmatched_steps,
+            "synthetic_missing_tasks": visit.synthetic.missing,
+            "synthetic_reward_mean": float(synthetic_rewards.mean()) if visit.synthetic.episodes else None}
 
 
 def train(envs: Sequence[Mapping[str, Any]], tasks: Sequence[Mapping[str, Any]], settings: TrainSettings,
@@ -510,6 +680,7 @@ def train(envs: Sequence[Mapping[str, Any]], tasks: Sequence[Mapping[str, Any]],
 def _train(envs: Sequence[Mapping[str, Any]], tasks: Sequence[Mapping[str, Any]], settings: TrainSettings,
            seed: int, progress: Callable[[dict[str, Any]], None] | None,
            synthetic: SyntheticTrajectories | None) -> TrainResult:
+    # SETUP: generators, policy (and reference), optimiser, task sampler, synthetic source
     if not tasks:
         raise ValueError("no training tasks")
     s = settings
@@ -517,7 +688,7 @@ def _train(envs: Sequence[Mapping[str, Any]], tasks: Sequence[Mapping[str, Any]]
     if per_group and s.algo != "grpo":
         raise ValueError(f"synthetic trajectories join GRPO groups; algo {s.algo!r} has none (use algo='grpo')")
     torch.manual_seed(seed)
-    _deterministic_eager_ops()
+    deterministic_eager_ops()
     task_rng, seed_rng, action_rng, batch_rng = (np.random.default_rng(child)
                                                  for child in np.random.SeedSequence(seed).spawn(4))
     specs = Specs(envs)
@@ -528,78 +699,39 @@ def _train(envs: Sequence[Mapping[str, Any]], tasks: Sequence[Mapping[str, Any]]
     sampler = TaskSampler(len(tasks), task_rng)
     horizon = max(spec["max_steps"] for spec in specs.by_id.values())
     synthesizer = Synthesizer(synthetic, specs, s.leak_primitive_role, seed) if per_group else None
-
     metrics: list[dict[str, Any]] = []
-    totals = {"rollout_flops": 0, "train_flops": 0, "env_steps": 0, "scored_decisions": 0, "gradient_steps": 0,
-              "episodes": 0, "visits": 0, "updates": 0, "zero_variance_groups": 0, "failed_episodes": 0,
-              "truncated_episodes": 0,
-              **dict.fromkeys(SYNTHETIC_COUNTS, 0)}
-    seen_tasks: set[str] = set()
-    seen_envs: set[str] = set()
-    timings = dict.fromkeys(("rollout_seconds", "train_seconds", "rollout_wall_seconds", *COST_DRIVERS), 0.0)
+    totals = RunTotals()
+    timings = dict.fromkeys(TIMINGS, 0.0)
     status, error = "ok", None
+
     for update in range(s.updates):
-        if s.max_rollout_steps is not None and totals["env_steps"] >= s.max_rollout_steps:
+        visits = _visits_within_caps(s, metrics, totals)
+        if visits == 0:
             break
-        group_count = _visits_within_cap(s, metrics, totals["rollout_flops"] + totals["train_flops"])
-        if group_count == 0:
-            break
+        # ROLLOUT: group_size episodes of each visited task (and its synthetic ones), played in lockstep
         started = time.process_time()
-        chosen = [tasks[k] for k in sampler.take(group_count)]
-        episode_seeds = seed_rng.integers(0, 2**62, size=group_count)
-        episodes = [episode for g, task in enumerate(chosen)
-                    for episode in Episode.group(specs[task["env_id"]], task, int(episode_seeds[g]),
-                                                 s.leak_primitive_role, s.group_size)]
-        synthetic_episodes, synthetic_groups, scripts, missing = (
-            synthesizer.episodes(chosen, episode_seeds) if synthesizer is not None else ([], [], None, 0))
-        group = torch.cat([torch.arange(group_count).repeat_interleave(s.group_size),
-                           torch.tensor(synthetic_groups, dtype=torch.int64)])
-        budget = None if s.max_rollout_steps is None else s.max_rollout_steps - totals["env_steps"]
+        chosen = [tasks[k] for k in sampler.take(visits)]
+        visit = _visit(chosen, seed_rng.integers(0, 2**62, size=visits), specs, s, synthesizer)
+        steps_left = None if s.max_rollout_steps is None else s.max_rollout_steps - totals.env_steps
         try:
-            stats = rollout(policy, episodes, action_rng, budget)
-            synthetic_stats = (synthesizer.rollout(policy, synthetic_episodes, scripts) if synthetic_episodes
-                               else RolloutStats())
+            played = _play(policy, visit, action_rng, steps_left, synthesizer)
             rolled = time.process_time()
-            if s.algo == "grpo":
-                out = grpo_update(policy, reference, optimizer, episodes + synthetic_episodes, group, s, horizon)
-            else:
-                out = ppo_update(policy, optimizer, episodes, s, horizon, batch_rng)
-        except Exception as exc:  # noqa: BLE001 - a failed run is a result; the study goes on
+            # UPDATE: the algorithm's rule trains on the real and synthetic episodes of the visit
+            context = UpdateContext(policy, reference, optimizer, visit.episodes + visit.synthetic.episodes,
+                                    visit.groups, s, horizon, batch_rng)
+            out = UPDATES[s.algo](context)
+        except Exception as exc:  # a failed run is a result; the study goes on
             status, error = "failed", f"{type(exc).__name__}: {exc}"
             if not isinstance(exc, Diverged):
                 log.exception("update %d failed", update)
             break
-        timings["rollout_seconds"] += rolled - started
-        timings["train_seconds"] += time.process_time() - rolled
-        for key in COST_DRIVERS:
-            timings[key] += getattr(stats, key) + getattr(synthetic_stats, key)
-        timings["rollout_wall_seconds"] += stats.seconds + synthetic_stats.seconds
-
-        rewards = _scores(episodes, s.reward_density)
-        synthetic_rewards = _scores(synthetic_episodes, s.reward_density)
-        zero_variance = _zero_variance_groups(torch.cat([rewards, synthetic_rewards]), group)
-        row = {"update": update, "reward_mean": float(rewards.mean()),
-               "success_mean": float(np.mean([e.success for e in episodes])),
-               "entropy": stats.entropy_sum / max(stats.decisions, 1), "kl": out["kl"], "loss": out["loss"],
-               "grad_norm": out["grad_norm"], "env_steps": stats.env_steps, "episodes": len(episodes),
-               "scored_decisions": stats.scored_decisions + synthetic_stats.scored_decisions,
-               "gradient_steps": out["gradient_steps"], "rollout_flops": stats.flops + synthetic_stats.flops,
-               "train_flops": out["train_flops"], "zero_variance_groups": zero_variance, "groups": group_count,
-               "synthetic_episodes": len(synthetic_episodes), "synthetic_env_steps": synthetic_stats.env_steps,
-               "synthetic_unmatched_steps": synthetic_stats.unmatched_steps, "synthetic_missing_tasks": missing,
-               "synthetic_reward_mean": float(synthetic_rewards.mean()) if synthetic_episodes else None}
+        # RECORD: timings, the update's metrics row, the run's totals
+        _add_timings(timings, played, rolled - started, time.process_time() - rolled)
+        row = _metrics_row(update, visit, played, out, s.reward_density)
         metrics.append(row)
-        for key in ("rollout_flops", "train_flops", "env_steps", "scored_decisions", "gradient_steps", "episodes",
-                    "zero_variance_groups", *SYNTHETIC_COUNTS):
-            totals[key] += row[key]
-        totals["visits"] += group_count
-        totals["updates"] += 1
-        totals["failed_episodes"] += sum(not e.success for e in episodes)
-        totals["truncated_episodes"] += sum(e.truncated for e in episodes)
-        seen_tasks.update(task["task_id"] for task in chosen)
-        seen_envs.update(task["env_id"] for task in chosen)
+        totals.add(row, visit)
         if progress is not None:
             progress(row)
-    compute = {**totals, "distinct_tasks_seen": len(seen_tasks), "distinct_envs_seen": len(seen_envs)}
-    return TrainResult(status, metrics, compute, {k: v.detach().clone() for k, v in policy.state_dict().items()},
-                       param_hash(policy), s, timings, error)
+
+    state = {k: v.detach().clone() for k, v in policy.state_dict().items()}
+    return TrainResult(status, metrics, totals.as_compute(), state, param_hash(policy), s, timings, error)
