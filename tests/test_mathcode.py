@@ -9,7 +9,6 @@ from collections import Counter
 
 import pytest
 import reasoning_gym
-
 from axisrl.backends.vllm_eval import evaluate
 from axisrl.domains import mathcode as mc
 from axisrl.domains.mathcode import sandbox, verifier

@@ -3,9 +3,7 @@
 import numpy as np
 import polars as pl
 import pytest
-
-from axisrl.pricing import (fit_collapse, fit_peak, fit_real_law, kappa_at, price, pricing_tables,
-                            simulate_mixture)
+from axisrl.pricing import fit_collapse, fit_peak, fit_real_law, kappa_at, price, pricing_tables, simulate_mixture
 
 AXIS = "d_env"
 REAL_GRID = [256, 512, 1024, 2048, 4096]
@@ -157,7 +155,7 @@ def test_a_source_without_real_baseline_gets_a_row_that_says_so():
 def test_the_bootstraps_fast_fit_agrees_with_the_polished_point_fit(s):
     """Replicates are fitted by Levenberg-Marquardt through a logistic substitution, point estimates
     are then polished by the bounded trust region: both stay in the box and fit equally well."""
-    from axisrl.pricing import _SLOPE_BOUNDS, _fit_logistic, logistic
+    from axisrl.pricing.estimate import _SLOPE_BOUNDS, _fit_logistic, logistic
 
     ratio, s = np.array([0.25, 0.5, 1, 2, 4, 8, 16]), np.array(s)
     start = [np.array([0.5, 0.5, 2.0, 0.0])]

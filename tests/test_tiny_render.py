@@ -1,6 +1,6 @@
-"""The fast paths the tiny backend relies on in toolworld's compact rendering: bulk-drawn slot
-permutations equal to ``random``'s, an incremental episode view equal to a fresh render, and what a
-tool descriptor reveals."""
+"""The tiny backend's compact view of toolworld: bulk-drawn slot permutations equal to ``random``'s,
+an incremental episode view equal to a fresh render, what a tool descriptor reveals, and that the
+view is the same for a re-skin and hides every name and id."""
 
 from __future__ import annotations
 
@@ -9,27 +9,42 @@ import random
 import re
 
 import pytest
-
+from axisrl.backends.tiny.slots import Permutation, shuffled
+from axisrl.backends.tiny.view import CompactEpisode, render_compact
 from axisrl.config import validate_config
 from axisrl.domains import toolworld as tw
-from axisrl.domains.toolworld.render import CompactEpisode, _Permutation, _shuffled
+from axisrl.domains.toolworld.runtime import compile_spec
 
 POOL = {"n_worlds": 4, "variants_per_world": 3, "contents_per_variant": 1, "reskins_per_world": 0,
         "tasks_per_env": 8,
         "heldout": {"tasks_per_env": 2, "t0_envs": 1, "t1_envs": 1, "t2_worlds": 1, "t2_variants_per_world": 1}}
+RESKINNED = {"n_worlds": 6, "variants_per_world": 3, "contents_per_variant": 2, "reskins_per_world": 1,
+             "tasks_per_env": 8,
+             "heldout": {"tasks_per_env": 4, "t0_envs": 3, "t1_envs": 3, "t2_worlds": 3, "t2_variants_per_world": 2}}
+
+
+@pytest.fixture(scope="module")
+def pool(schema) -> tw.Pool:
+    """A pool with a re-skin of every world."""
+    return tw.generate_pool(validate_config({"synthesize": RESKINNED}, schema)["synthesize"])
+
+
+@pytest.fixture(scope="module")
+def specs(pool) -> dict[str, dict]:
+    return {env["env_id"]: json.loads(env["spec"]) for env in pool.envs + pool.heldout_envs}
 
 
 @pytest.mark.parametrize("size", [1, 2, 5, 18, 33, 64, 130, 300])
 def test_bulk_permutations_match_random_bit_for_bit(size):
     for seed in range(40):
         expected = random.Random(seed * 7919 + 3).sample(range(size), size)
-        perm = _Permutation(seed * 7919 + 3, size)
+        perm = Permutation(seed * 7919 + 3, size)
         k = random.Random(seed).randrange(size + 1)
         assert perm.prefix(k) == expected[:k]
         assert perm.prefix(size) == expected
         order = list(range(size))
         random.Random(seed).shuffle(order)
-        assert _shuffled(seed, size) == order
+        assert shuffled(seed, size) == order
 
 
 def test_an_incremental_view_equals_a_fresh_render_along_random_episodes(schema):
@@ -44,7 +59,7 @@ def test_an_incremental_view_equals_a_fresh_render_along_random_episodes(schema)
         reference, history, done = json.loads(task["reference"]), [], False
         while not done:
             view = compact.view()
-            assert view == tw.render_compact(spec, task, history, episode_seed)
+            assert view == render_compact(spec, task, history, episode_seed)
             views += 1
             # follow the reference most of the time, so that deep states are reached too
             step = len(history)
@@ -75,3 +90,55 @@ def test_a_tools_descriptor_shape_names_its_primitive(schema):
             primitives.setdefault(shape, set()).add(tool.prim if tool else "finish")
     assert len(primitives) > 40
     assert {shape: prims for shape, prims in primitives.items() if len(prims) > 1} == {}
+
+
+def _compact_episode(spec: dict, task: dict, seed: int) -> list[dict]:
+    """Views along the reference; each reference call must be a candidate, except an increment
+    whose delta was never observable (the view offers goal - observed value once a row was read)."""
+    rt = compile_spec(spec)
+    env = tw.ToolworldEnv(spec, task)
+    env.reset()
+    views, history = [], []
+    previous = None
+    for call in json.loads(task["reference"]):
+        view = render_compact(spec, task, history, seed)
+        tool = rt.tool_by_name.get(call["name"])
+        blind_increment = tool and tool.prim == "update" and rt.update_mode == "increment" and previous != "get"
+        assert call in view["calls"] or blind_increment, "the reference action must be a candidate"
+        previous = tool and tool.prim
+        assert len(view["calls"]) == len(view["candidates"])
+        views.append({k: v for k, v in view.items() if k != "calls"})
+        history.append((call, env.step(call).observation))
+    return views
+
+
+def test_compact_view_is_the_same_for_a_reskin_and_changes_with_the_episode_seed(pool, specs):
+    reskins = [env for env in pool.envs if env["skin_index"]]
+    assert reskins
+    for skinned in reskins:
+        base = next(b for b in pool.envs if b["world_id"] == skinned["world_id"] and b["skin_index"] == 0)
+        base_tasks = {t["goal"]: t for t in pool.tasks if t["env_id"] == base["env_id"]}
+        pairs = [(base_tasks[t["goal"]], t) for t in pool.tasks
+                 if t["env_id"] == skinned["env_id"] and t["goal"] in base_tasks]
+        assert pairs
+        for original, copy in pairs:
+            assert original["instruction"] != copy["instruction"] or original["reference"] != copy["reference"]
+            views = _compact_episode(specs[base["env_id"]], original, 3)
+            assert views == _compact_episode(specs[skinned["env_id"]], copy, 3)
+            assert views != _compact_episode(specs[base["env_id"]], original, 4)
+
+
+def test_compact_view_hides_names_and_ids(pool, specs):
+    task = next(t for t in pool.tasks if t["skeleton"].startswith("lookup>get"))
+    spec = specs[task["env_id"]]
+    env = tw.ToolworldEnv(spec, task)
+    env.reset()
+    history = [(call, env.step(call).observation) for call in json.loads(task["reference"])[:-1]]
+    view = render_compact(spec, task, history, 0)
+    tokens = json.dumps({k: v for k, v in view.items() if k != "calls"})
+    rt = compile_spec(spec)
+    surface = set(rt.vocabulary()) | {row["f0"] for rows in rt.initial.values() for row in rows.values()}
+    surface |= {rt.render_id(t, i) for t, rows in rt.initial.items() for i in rows}
+    assert not [word for word in surface if f'"{word}"' in tokens]
+    slot_maps = [render_compact(spec, task, [], seed)["goal"] for seed in range(6)]
+    assert len({json.dumps(goal) for goal in slot_maps}) > 3

@@ -35,8 +35,6 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 import pytest
-from scipy import stats
-
 from axisrl.backends import tiny
 from axisrl.config import load_config
 from axisrl.datasets import select_training_data
@@ -45,6 +43,7 @@ from axisrl.laws import success_trends
 from axisrl.plan import Design, backend_settings
 from axisrl.stages import ENV_COLUMNS, env_signatures
 from conftest import DEFAULT_CONFIG, SCHEMA_PATH
+from scipy import stats
 
 pytestmark = pytest.mark.slow
 

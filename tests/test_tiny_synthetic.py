@@ -13,14 +13,13 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
-
 from axisrl.backends import tiny
 from axisrl.backends.tiny.rollout import Episode, Specs, call_key, rollout
 from axisrl.config import load_config
 from axisrl.domains import toolworld as tw
 from axisrl.domains.toolworld.canon import canonical_json
 from axisrl.domains.toolworld.env import VerifyResult
-from axisrl.domains.toolworld.runtime import FINISH
+from axisrl.domains.toolworld.model import FINISH
 from conftest import SCHEMA_PATH, SMOKE_CONFIG
 
 QUICK = {"updates": 3, "visits_per_update": 4, "group_size": 4, "width": 16}

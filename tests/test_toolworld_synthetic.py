@@ -8,11 +8,11 @@ import json
 import random
 
 import pytest
-
+from axisrl.backends.tiny.view import CompactEpisode
 from axisrl.domains import toolworld as tw
-from axisrl.domains.toolworld.render import CompactEpisode
-from axisrl.domains.toolworld.runtime import copy_state
-from axisrl.domains.toolworld.synthetic import TASK_DEFECTS, reword, replay
+from axisrl.domains.toolworld.defects import reword
+from axisrl.domains.toolworld.model import copy_state
+from axisrl.domains.toolworld.synthetic import TASK_DEFECTS, replay
 
 ENV_KEYS = {"env_id", "world_id", "world_seed", "variant_index", "variant_seed", "content_seed", "skin_index",
             "split", "tier", "n_tables", "n_tools", "n_rows", "edits", "vocabulary", "spec"}

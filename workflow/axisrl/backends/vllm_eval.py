@@ -31,7 +31,7 @@ from typing import Any, Protocol
 from axisrl.backends.verl.episode import observation_text
 from axisrl.domains import load
 from axisrl.domains.toolworld.canon import canonical_json
-from axisrl.domains.toolworld.runtime import FINISH
+from axisrl.domains.toolworld.model import FINISH
 
 TOOL_CALL = re.compile(r"<tool_call>(.*?)</tool_call>", re.DOTALL)
 TOOL_CALL_START, TOOL_CALL_END = "<tool_call>", "</tool_call>"

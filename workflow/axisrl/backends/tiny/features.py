@@ -1,4 +1,4 @@
-"""From toolworld's compact view to integer arrays, and from many decisions to one batch.
+"""From the compact view (``view``) to integer arrays, and from many decisions to one batch.
 
 The policy reads only what ``render_compact`` shows: goal clauses, tool descriptors, the last
 steps of the history, the visible values and the candidate actions. Tokens are split into a
@@ -22,11 +22,12 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from operator import is_not
+from typing import NamedTuple
 
 import numpy as np
 import torch
 
-from axisrl.domains.toolworld.render import HISTORY_K, CompactEpisode
+from axisrl.backends.tiny.view import HISTORY_K, CompactEpisode
 
 PAD = "<pad>"
 STRUCTURAL = (
@@ -78,6 +79,14 @@ def classify(token: str) -> tuple[int, int]:
     if len(_TOKENS) < 1 << 16:
         _TOKENS[token] = hit
     return hit
+
+
+class ValueCodes(NamedTuple):
+    """One visible value's codes: its token, its type (structural id) and the slot its type names, if any."""
+
+    tok: int
+    type: int
+    type_tok: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,9 +231,9 @@ class EpisodeFeatures:
         self.sym_slot.append(value)
         return code
 
-    def _value(self, token: str, type_token: str) -> tuple[int, int, int]:
+    def _value(self, token: str, type_token: str) -> ValueCodes:
         kind, _, slot = type_token.partition(":")
-        return self.code(token), STRUCT_ID.get(kind, UNK), self.code(slot) if slot else 0
+        return ValueCodes(self.code(token), STRUCT_ID.get(kind, UNK), self.code(slot) if slot else 0)
 
     def _step(self, tokens: list[list[str]]) -> HistoryStep:
         key = tuple(map(tuple, tokens))
@@ -273,9 +282,9 @@ class EpisodeFeatures:
         val_tok, val_type, val_type_tok = self.val_tok, self.val_type, self.val_type_tok
         if len(values) > base:  # values derived for this decision only
             extra = [self._value(*value) for value in values[base:]]
-            val_tok = val_tok + [e[0] for e in extra]
-            val_type = val_type + [e[1] for e in extra]
-            val_type_tok = val_type_tok + [e[2] for e in extra]
+            val_tok = val_tok + [e.tok for e in extra]
+            val_type = val_type + [e.type for e in extra]
+            val_type_tok = val_type_tok + [e.type_tok for e in extra]
 
         rows = compact.blocks
         if self.candidates is None or any(map(is_not, rows, self.block_rows)):

@@ -21,15 +21,41 @@ come from the rows it actually processed.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import torch
 from torch import nn
 from torch.nn import functional as F
 
-from axisrl.backends.tiny.features import (HISTORY_K, MAX_STEP_FEATURE, N_GOAL_ROLES, N_HISTORY_FEATURES, N_SLOTS,
-                                           N_STRUCT, PRIMITIVES, SYMBOL_KINDS, Batch, EpisodeBatch)
+from axisrl.backends.tiny.features import (
+    HISTORY_K,
+    MAX_STEP_FEATURE,
+    N_GOAL_ROLES,
+    N_HISTORY_FEATURES,
+    N_SLOTS,
+    N_STRUCT,
+    PRIMITIVES,
+    SYMBOL_KINDS,
+    Batch,
+    EpisodeBatch,
+)
 
 MAX_PARAMS = 8
 """Parameter positions with their own embedding; later ones share the last."""
+
+
+class EncodedEpisodes(NamedTuple):
+    """``ToolPointer.encode_episodes``: what stays fixed within each episode of an ``EpisodeBatch``."""
+
+    roles: torch.Tensor
+    """Goal-role sum of each symbol known at the start."""
+    goal: torch.Tensor
+    tools: torch.Tensor
+    """One row per tool, plus a zero row for "no tool"."""
+    param_args: torch.Tensor
+    """Parameter projections that candidate arguments reuse."""
+    tool_cands: torch.Tensor
+    """Tool projections that candidates reuse."""
 
 
 class ToolPointer(nn.Module):
@@ -74,7 +100,7 @@ class ToolPointer(nn.Module):
         self.flops += 2 * x.shape[0] * layer.in_features * layer.out_features
         return F.linear(x, layer.weight, layer.bias)
 
-    def encode_episodes(self, b: EpisodeBatch) -> tuple[torch.Tensor, ...]:
+    def encode_episodes(self, b: EpisodeBatch) -> EncodedEpisodes:
         """Everything fixed within an episode, computed once per episode: the goal-role sum of each
         symbol known at the start, the goal, the tools (plus a zero row for "no tool"), and the
         parameter and tool projections that candidates reuse."""
@@ -96,13 +122,13 @@ class ToolPointer(nn.Module):
         if self.prim is not None:
             tools = tools + embed(self.prim, b.tool_prim)
         tools = torch.relu(self._linear(self.tool, tools))
-        return (roles, goal, torch.cat([tools, torch.zeros(1, d)]), self._linear(self.arg_param, params),
-                self._linear(self.cand_tool, tools))
+        return EncodedEpisodes(roles, goal, torch.cat([tools, torch.zeros(1, d)]), self._linear(self.arg_param, params),
+                               self._linear(self.cand_tool, tools))
 
     def _symbols(self, kind: torch.Tensor, slot: torch.Tensor) -> torch.Tensor:
         return embed(self.sym_kind, kind) + embed(self.sym_slot, kind * N_SLOTS + slot)
 
-    def forward(self, b: Batch, episodes: tuple[torch.Tensor, ...] | None = None
+    def forward(self, b: Batch, episodes: EncodedEpisodes | None = None
                 ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """(logit per candidate row, value per decision or None); ``episodes`` may be passed in
         from an earlier ``encode_episodes`` of ``b.episodes``."""

@@ -24,10 +24,10 @@ import torch
 
 from axisrl.backends.tiny.features import Decision, EpisodeFeatures, collate, collate_episodes
 from axisrl.backends.tiny.policy import ToolPointer, segment_entropy, segment_log_softmax
+from axisrl.backends.tiny.view import CompactEpisode
 from axisrl.domains.toolworld import ToolworldEnv
 from axisrl.domains.toolworld.canon import canonical_json
-from axisrl.domains.toolworld.render import CompactEpisode
-from axisrl.domains.toolworld.runtime import FINISH, CallError, parse_arguments
+from axisrl.domains.toolworld.model import FINISH, CallError, parse_arguments
 
 
 @contextlib.contextmanager

@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from axisrl.domains import Domain, load
+from axisrl.domains.toolworld.model import FINISH
 from axisrl.domains.toolworld.render import observation_json
-from axisrl.domains.toolworld.runtime import FINISH
 
 AGENT_NAME = "axisrl_agent"
 """The agent loop every exported row names (verl's ``agent_name`` column), whatever its domain."""

@@ -28,7 +28,7 @@ from reasoning_gym.utils import extract_answer
 from axisrl.domains.mathcode import sandbox
 from axisrl.domains.mathcode.verifier import SCORER
 from axisrl.domains.toolworld.env import StepResult, VerifyResult
-from axisrl.domains.toolworld.runtime import FINISH, CallError, parse_arguments
+from axisrl.domains.toolworld.model import FINISH, CallError, parse_arguments
 
 TOOLSETS = ("answer", "calculator", "python")
 PYTHON_STATES = ("stateless", "persistent")

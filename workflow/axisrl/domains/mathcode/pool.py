@@ -33,8 +33,8 @@ from reasoning_gym.factory import DATASETS
 
 from axisrl.domains.mathcode.env import Harness, MathcodeEnv
 from axisrl.domains.toolworld.canon import canonical_json, derive_seed, short_hash
+from axisrl.domains.toolworld.model import FINISH
 from axisrl.domains.toolworld.pool import Pool
-from axisrl.domains.toolworld.runtime import FINISH
 
 WORLD_ID = "mathcode"
 GENERATORS = (

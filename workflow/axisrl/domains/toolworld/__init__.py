@@ -1,4 +1,4 @@
-"""toolworld: procedural tool-use worlds with name-free signatures, verified tasks and two renderings.
+"""toolworld: procedural tool-use worlds with name-free signatures, verified tasks and a chat rendering.
 
 Levels: a world (L2, own vocabulary and ID format), a variant (L1, declared edits of API, schema,
 semantics or verifier) and a content (L0, the initial state). An environment is one JSON spec;
@@ -7,19 +7,19 @@ tasks are filtered answer-first; signatures identify environments up to names. S
 explicit, measurable defects.
 """
 
+from axisrl.domains.toolworld.defects import description_mismatches
 from axisrl.domains.toolworld.env import StepResult, ToolworldEnv, VerifyResult
 from axisrl.domains.toolworld.pool import Pool, generate_pool
-from axisrl.domains.toolworld.render import observation_json, render_chat, render_compact, tool_schemas
+from axisrl.domains.toolworld.render import observation_json, render_chat, tool_schemas
 from axisrl.domains.toolworld.signatures import schema_tokens, signatures, tool_tokens, transition_tokens
 from axisrl.domains.toolworld.simulated import SimulatedEnv
-from axisrl.domains.toolworld.synthetic import (METHODS, Method, SyntheticPool, description_mismatches,
-                                                generate_synthetic, method_fidelity)
+from axisrl.domains.toolworld.synthetic import METHODS, Method, SyntheticPool, generate_synthetic, method_fidelity
 from axisrl.domains.toolworld.tasks import generate_tasks
 from axisrl.domains.toolworld.world import env_id, reskin, with_semantics, with_verifier
 
 __all__ = [
     "METHODS", "Method", "Pool", "SimulatedEnv", "StepResult", "SyntheticPool", "ToolworldEnv", "VerifyResult",
     "description_mismatches", "env_id", "generate_pool", "generate_synthetic", "generate_tasks", "method_fidelity",
-    "observation_json", "render_chat", "render_compact", "reskin", "schema_tokens", "signatures",
+    "observation_json", "render_chat", "reskin", "schema_tokens", "signatures",
     "tool_schemas", "tool_tokens", "transition_tokens", "with_semantics", "with_verifier",
 ]

@@ -12,8 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from axisrl.domains.toolworld.runtime import (FINISH, CallError, Goal, State, compile_spec, copy_state,
-                                              parse_arguments)
+from axisrl.domains.toolworld.model import FINISH, CallError, Goal, State, copy_state, parse_arguments
+from axisrl.domains.toolworld.runtime import compile_spec
 from axisrl.domains.toolworld.world import Spec
 
 

@@ -26,8 +26,15 @@ from axisrl.domains.toolworld.canon import canonical_json, derive_seed, short_ha
 from axisrl.domains.toolworld.runtime import compile_spec
 from axisrl.domains.toolworld.signatures import signatures
 from axisrl.domains.toolworld.tasks import generate_tasks
-from axisrl.domains.toolworld.world import (Spec, Structure, build_spec, reskin, sample_state, sample_variant,
-                                            sample_world)
+from axisrl.domains.toolworld.world import (
+    Spec,
+    Structure,
+    build_spec,
+    reskin,
+    sample_state,
+    sample_variant,
+    sample_world,
+)
 
 T1_ATTEMPTS = 64
 T2_WORLD_ATTEMPTS = 64

@@ -10,155 +10,24 @@ the env, the renderers and the reference solutions speak it.
 
 from __future__ import annotations
 
-import functools
-import json
-import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
+from axisrl.domains.toolworld.model import (
+    OPS,
+    Call,
+    CallError,
+    Field,
+    Goal,
+    Param,
+    State,
+    Table,
+    Tool,
+    answer_matches,
+    call_memo_key,
+    parse_arguments,
+)
 from axisrl.domains.toolworld.world import FLAG_FIELD, Spec
-
-State = dict[str, dict[int, dict[str, Any]]]
-Call = tuple["Tool", dict[str, Any]]
-OPS = ("eq", "lt", "gt")
-READ_PRIMITIVES = frozenset({"lookup", "get", "list", "filter", "aggregate"})
-FINISH = "finish"
-
-
-class CallError(Exception):
-    """A rejected call; ``code`` is name-free (the probe hashes it), ``message`` uses world names."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-
-
-@dataclass(frozen=True, slots=True)
-class Field:
-    sym: str
-    type: str
-    name: str
-    size: int = 0
-    target: str | None = None
-    words: tuple[str, ...] = ()
-
-
-@dataclass(eq=False, slots=True)
-class Table:
-    sym: str
-    name: str
-    fields: tuple[Field, ...]
-    by_sym: dict[str, Field]
-    prefix: str
-    """Rendered ID prefix including the separator."""
-    id_format: str
-    """``format()`` spec of the numeric part, e.g. ``"05X"``."""
-
-    def of_type(self, *types: str) -> tuple[Field, ...]:
-        return tuple(f for f in self.fields if f.type in types)
-
-    @property
-    def flag(self) -> str | None:
-        return FLAG_FIELD if FLAG_FIELD in self.by_sym else None
-
-
-@dataclass(frozen=True, slots=True)
-class Param:
-    """One tool parameter. ``kind``: id | key | int | enum | sel | op | val.
-
-    ``id`` takes an id of ``table``; ``int``/``enum`` take a value of ``field``; ``sel`` names one
-    of ``choices`` (field symbols); ``val`` takes a value of the field that ``sel`` chose.
-    """
-
-    sym: str
-    name: str
-    kind: str
-    required: bool
-    table: str | None = None
-    field: str | None = None
-    choices: tuple[str, ...] = ()
-
-
-@dataclass(eq=False, slots=True)
-class Tool:
-    sym: str
-    prim: str
-    table: str
-    field: str | None
-    name: str
-    params: tuple[Param, ...]
-    by_name: dict[str, Param] = field(default_factory=dict)
-
-    @property
-    def writes(self) -> bool:
-        return self.prim not in READ_PRIMITIVES
-
-
-@dataclass(frozen=True, slots=True)
-class Goal:
-    """A compiled goal: ``checks`` on the final state, the allowed footprint, the answer type."""
-
-    checks: tuple[dict[str, Any], ...]
-    footprint: frozenset[tuple[str, str]]
-    answer_type: str | None
-    query: dict[str, Any] | None
-
-    @classmethod
-    def parse(cls, goal: Mapping[str, Any] | str) -> Goal:
-        """A goal as JSON text is parsed once per process (a task's env and compact view, and
-        every episode of it, parse the same text; a Goal is read, never modified)."""
-        if isinstance(goal, str):
-            return _goal_of_text(goal)
-        return cls(tuple(goal["checks"]), frozenset((t, k) for t, k in goal["footprint"]),
-                   goal["answer_type"], goal["query"])
-
-
-@functools.lru_cache(maxsize=16384)
-def _goal_of_text(text: str) -> Goal:
-    return Goal.parse(json.loads(text))
-
-
-_NUMBER = re.compile(r"[-+]?\d+(\.\d+)?")
-
-
-def normalize_answer(text: str) -> str:
-    """Case, surrounding punctuation/quotes, inner whitespace and number spelling ignored."""
-    text = " ".join(text.casefold().split()).strip(" .,;:!?'\"`")
-    if _NUMBER.fullmatch(text):
-        number = float(text)
-        return str(int(number)) if number.is_integer() else repr(number)
-    return text
-
-
-def answer_matches(given: Any, expected: str, mode: str) -> bool:
-    """``exact``: the same string up to surrounding whitespace; ``normalized``: see normalize_answer.
-    A non-string answer (an agent may send 17) is compared as its JSON text."""
-    if given is None:
-        return False
-    text = given if isinstance(given, str) else json.dumps(given)
-    if mode == "exact":
-        return text.strip() == expected
-    return normalize_answer(text) == normalize_answer(expected)
-
-
-def parse_arguments(arguments: Any) -> Mapping[str, Any]:
-    """A call's arguments as a mapping; OpenAI-style JSON strings are accepted."""
-    if arguments is None:
-        return {}
-    if isinstance(arguments, str):
-        try:
-            arguments = json.loads(arguments)
-        except json.JSONDecodeError:
-            raise CallError("bad_call", "arguments are not valid JSON") from None
-    if not isinstance(arguments, Mapping):
-        raise CallError("bad_call", "arguments must be an object")
-    return arguments
-
-
-def copy_state(state: State) -> State:
-    return {t: dict(rows) for t, rows in state.items()}
 
 
 class Runtime:
@@ -206,7 +75,7 @@ class Runtime:
         self._calls: dict[tuple, Call] = {}
         """Memos of ``parse_id`` and of ``decode_call``'s successes: an episode's calls and ids
         repeat across steps, forks and the rollouts of a group, and each is decoded twice (by
-        the env and by the compact view's history)."""
+        the env and by a view of the episode's history)."""
 
     # ------------------------------------------------------------------------------- compile
 
@@ -353,7 +222,7 @@ class Runtime:
     def decode_call(self, call: Any) -> Call:
         """Validate an agent's call and translate it to the internal layer (raises CallError).
         The returned args may be shared with earlier callers: read them, never modify them."""
-        key = _call_key(call)
+        key = call_memo_key(call)
         decoded = self._calls.get(key) if key is not None else None
         if decoded is None:
             decoded = self._decode_call(call)
@@ -602,20 +471,6 @@ class Runtime:
             total += 1
             met += expected_answer is not None and answer_matches(answer, expected_answer, self.answer_mode)
         return met, total
-
-
-def _call_key(call: Any) -> tuple | None:
-    """A hashable key for a call whose arguments are a dict of plain strings and integers (bools
-    and floats are left out: ``True == 1 == 1.0`` would merge calls that decode differently)."""
-    if not isinstance(call, dict) or not isinstance(call.get("name"), str):
-        return None
-    arguments = call.get("arguments")
-    if not isinstance(arguments, dict):
-        return None
-    for value in arguments.values():
-        if type(value) is not str and type(value) is not int:
-            return None
-    return call["name"], *arguments.items()
 
 
 _MEMO_SIZE = 4096

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from axisrl.domains.toolworld.canon import short_hash
-from axisrl.domains.toolworld.runtime import (CallError, Field, Param, Runtime, State, Table, Tool, compile_spec,
-                                              copy_state)
+from axisrl.domains.toolworld.model import CallError, Field, Param, State, Table, Tool, copy_state
+from axisrl.domains.toolworld.runtime import Runtime, compile_spec
 from axisrl.domains.toolworld.world import Spec
 
 RETURNS = {"lookup": "id", "get": "row", "list": "list", "filter": "ids", "aggregate": "agg", "create": "id",

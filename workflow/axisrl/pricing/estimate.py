@@ -1,23 +1,22 @@
-"""Pricing synthetic data: the discount ``kappa`` and the collapse ratio ``r_star`` (fitting.md 5.3).
-
-Paper anchors: Table 3 / Table 16 (kappa at r = 1, r_star at 0.95), Table 17 (alternative collapse
-criteria) and Figure 4 (success normalised to the real-only run, against ``ratio = D_s / D_r``).
+"""Estimates of one method's price: the discount ``kappa`` and the collapse ratios ``r_star``.
 
 * ``kappa``: a mixture of ``D_r`` real and ``D_s = ratio * D_r`` synthetic items reaches loss
   ``L_mix``; inverting the real-only law ``L = A x^-alpha`` gives the real amount ``d_eq`` with the
   same loss, and ``kappa = (d_eq - D_r) / D_s`` (1: synthetic worth real, 0: worthless, < 0: harmful).
 * ``r_star``: a decreasing 4-parameter logistic in ``log ratio`` is fitted to the normalised success
   ``s(r) = p(r) / p(0)``; ``r_star`` is where it crosses a level going down. Crossings outside the
-  sampled ratios are reported as censored, never extrapolated.
+  sampled ratios are reported as censored, never extrapolated. ``fit_peak`` adds the ratio where
+  success peaks, from a mixing law with a harm term.
 
-Both CIs come from the two-stage bootstrap (seeds within each grid point, then binomial successes),
-because a seed-only bootstrap with three seeds under-covers (fitting.md 5.0).
+Every CI comes from the two-stage bootstrap (seeds within each grid point, then binomial
+successes): with three seeds per point, resampling seeds alone gives intervals that are too narrow.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import polars as pl
@@ -178,8 +177,16 @@ def logistic(ratio: np.ndarray, lower: float, upper: float, slope: float, r_mid:
     return lower + (upper - lower) / (1.0 + np.exp(slope * (np.log(ratio) - np.log(r_mid))))
 
 
-def _normalised(ratio: np.ndarray, successes: np.ndarray, trials: np.ndarray
-                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+class Normalised(NamedTuple):
+    """Seed-pooled normalised success at each sampled ratio ``r > 0``."""
+
+    ratio: np.ndarray
+    s: np.ndarray
+    sd: np.ndarray
+    """Delta-method SD of ``s`` (binomial)."""
+
+
+def _normalised(ratio: np.ndarray, successes: np.ndarray, trials: np.ndarray) -> Normalised:
     """Seed-pooled ``s(r) = p(r)/p(0)`` at each ``r > 0`` and its delta-method SD (binomial)."""
     grid, index = np.unique(ratio, return_inverse=True)
     k = np.bincount(index, successes, len(grid))
@@ -187,7 +194,7 @@ def _normalised(ratio: np.ndarray, successes: np.ndarray, trials: np.ndarray
     p = np.clip(k / n, 0.5 / n, 1.0 - 0.5 / n)
     rel_var = (1.0 - p) / (p * n)
     s = p[1:] / p[0]
-    return grid[1:], s, s * np.sqrt(rel_var[1:] + rel_var[0])
+    return Normalised(grid[1:], s, s * np.sqrt(rel_var[1:] + rel_var[0]))
 
 
 def _fit_logistic(ratio: np.ndarray, s: np.ndarray, sd: np.ndarray, starts: Sequence[np.ndarray],
@@ -219,8 +226,8 @@ def _fit_in_box(residual: Callable[[np.ndarray], np.ndarray], jacobian: Callable
                 starts: Sequence[np.ndarray], bounds: np.ndarray, polish: bool) -> np.ndarray:
     """Least squares inside the box ``bounds`` (rows: lower, upper), best of ``starts``: MINPACK's
     Levenberg-Marquardt on ``u`` with ``theta = lower + (upper - lower) * expit(u)``. The bootstrap
-    repeats these fits thousands of times, and this takes about a fifth of the time of scipy's
-    bounded trust region. The substitution reaches a bound only asymptotically, so a point estimate
+    repeats these fits thousands of times, and this is much faster than scipy's bounded trust
+    region. The substitution reaches a bound only asymptotically, so a point estimate
     is ``polish``-ed by the bounded trust region from the best start."""
     lower, span = bounds[0], bounds[1] - bounds[0]
 
@@ -303,7 +310,7 @@ _HARM_BOUNDS = np.array([(0.0, 0.01, 0.0, 0.1), (5.0, 100.0, 10.0, 3.0)])
 
 def mixing_loss(ratio: np.ndarray, law: RealLaw, real_amount: float, kappa0: float, r_s: float, harm: float,
                 power: float) -> np.ndarray:
-    """fitting.md 5.3: ``L(r) = A D_eff(r)^-alpha + H r^h`` with ``D_eff = D_r (1 + kappa0 r_s (1 - e^(-r/r_s)))``:
+    """``L(r) = A D_eff(r)^-alpha + H r^h`` with ``D_eff = D_r (1 + kappa0 r_s (1 - e^(-r/r_s)))``:
     synthetic units add saturating effective data and a growing harm, so the loss can fall then rise."""
     d_eff = real_amount * (1.0 + kappa0 * r_s * (1.0 - np.exp(-ratio / r_s)))
     return law.A * d_eff ** -law.alpha + harm * ratio ** power
@@ -371,47 +378,6 @@ def fit_peak(real: pl.DataFrame, curve: pl.DataFrame, axis: str, real_amount: fl
         "r_min": r_min, "r_max": r_max, "status": OK}], schema=COLLAPSE_SCHEMA)
 
 
-def simulate_mixture(axis: str, real_grid: Sequence[float], real_amount: float, ratios: Sequence[float], *,
-                     A: float, alpha: float, kappa: float = 1.0,
-                     collapse: tuple[float, float, float, float] | None = None,
-                     trials: int = 1000, n_seeds: int = 3, seed: int = 0) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Known-truth runs for tests: ``(real, mixed)``.
-
-    Real-only runs at ``real_grid`` succeed with ``p = exp(-A x^-alpha)``. A mixture at ``ratio``
-    succeeds with ``p = exp(-A (D_r + kappa ratio D_r)^-alpha) * s(ratio)``, where ``s`` is the
-    logistic ``collapse = (lower, upper, slope, r_mid)`` (1 when None); ``ratio = 0`` rows are the
-    real-only runs at ``D_r``. Noise is binomial over ``trials`` tasks per seed.
-    """
-    rng = np.random.default_rng(seed)
-    seeds = np.arange(n_seeds)
-    real_x = np.repeat(np.asarray(real_grid, float), n_seeds)
-    real_p = np.exp(-A * real_x ** -alpha)
-    real = pl.DataFrame({axis: real_x, "successes": rng.binomial(trials, real_p), "trials": trials,
-                         "seed": np.tile(seeds, len(real_grid))})
-    r = np.repeat(np.asarray(ratios, float), n_seeds)
-    shape = np.ones_like(r)
-    if collapse is not None:
-        positive = r > 0
-        shape[positive] = logistic(r[positive], *collapse)
-    mix_p = np.clip(np.exp(-A * (real_amount * (1.0 + kappa * r)) ** -alpha) * shape, 0.0, 1.0)
-    mixed = pl.DataFrame({axis: real_amount, "ratio": r, "successes": rng.binomial(trials, mix_p),
-                          "trials": trials, "seed": np.tile(seeds, len(ratios))})
-    return real, mixed
-
-
-PRICING_POINT_COLUMNS = ("point_key", "source", "axis", "real_amount", "role", "ratio", "multiple")
-"""The plan's pricing points (``axisrl.plan.pricing_points``) as the pricing stage reads them."""
-
-
-def _counted(runs: pl.DataFrame, points: pl.DataFrame, tier: str) -> pl.DataFrame:
-    """Runs of the pricing points with integer ``successes``/``trials`` on ``tier`` (a run without
-    held-out episodes gets zero trials and is dropped as failed)."""
-    return points.join(runs, on="point_key", how="inner").with_columns(
-        successes=(pl.col(f"p_{tier}").fill_null(0.0) * pl.col(f"n_{tier}").fill_null(0)).round(),
-        trials=pl.col(f"n_{tier}").fill_null(0).cast(pl.Float64),
-        status=pl.when(pl.col(f"n_{tier}").fill_null(0) > 0).then(pl.col("status")).otherwise(pl.lit("failed")))
-
-
 def normalised_curve(mixed: pl.DataFrame) -> pl.DataFrame:
     """Figure 4's points: seed-pooled ``s(r) = p(r) / p(0)`` per ratio with a 95% delta-method band."""
     runs = _ok_runs(mixed)
@@ -423,125 +389,3 @@ def normalised_curve(mixed: pl.DataFrame) -> pl.DataFrame:
     seeds = runs.filter(pl.col("ratio") > 0).group_by("ratio").len().sort("ratio")["len"].to_numpy()
     z = 1.959963984540054
     return pl.DataFrame({"ratio": grid, "s": s, "s_lo": s - z * sd, "s_hi": s + z * sd, "seeds": seeds})
-
-
-def price(runs: pl.DataFrame, points: pl.DataFrame, unit_costs: dict[str, float], tier: str = "T2",
-          threshold: float = 0.95, n_boot: int = 1000, seed: int = 0) -> dict[str, pl.DataFrame]:
-    """Every method's discount and collapse ratios at each of its real amounts.
-
-    ``runs``: the collected runs (``point_key``, ``seed``, ``status``, ``p_<tier>``, ``n_<tier>``);
-    ``points``: the pricing points. Returns ``pricing`` (one row per source and real amount: kappa
-    at r = 1 and r* at ``threshold``, 1.0 and the peak, each with its CI and status, the sampled
-    ratios ``r_min``..``r_max``, and the price of
-    one real-equivalent unit = unit cost / kappa), ``collapse`` (every criterion row) and ``curves``
-    (the normalised points of Figure 4). A source whose real-only baseline is missing or failed
-    gets rows whose ``status`` says so.
-    """
-    from axisrl.synthesis import method_of
-
-    counted = _counted(runs, points, tier)
-    rows, collapse_frames, curve_frames = [], [], []
-    for source, axis, amount in points.select("source", "axis", "real_amount").unique(maintain_order=True).iter_rows():
-        mine = counted.filter((pl.col("source") == source) & (pl.col("real_amount") == amount))
-        real = mine.filter(pl.col("role") == "real").with_columns(
-            (pl.col("real_amount") * pl.col("multiple")).cast(pl.Float64).alias(axis))
-        mixed = mine.filter((pl.col("role") == "mixture") | (pl.col("multiple") == 1))  # r = 0: the real design
-        key = {"source": source, "axis": axis, "real_amount": amount}
-        kappa = kappa_at(real, mixed.filter(pl.col("ratio") > 0), axis, float(amount), 1.0, n_boot, seed)
-        collapse = pl.concat([fit_collapse(mixed, threshold, n_boot, seed),
-                              fit_peak(real, mixed, axis, float(amount), n_boot, seed)])
-        collapse_frames.append(collapse.with_columns(**{k: pl.lit(v) for k, v in key.items()}))
-        curve_frames.append(normalised_curve(mixed).with_columns(**{k: pl.lit(v) for k, v in key.items()}))
-        method = method_of(source)
-        kappa_row = kappa.row(0, named=True)
-        kappa_status = kappa_row.pop("status")
-        row = {**key, "method": method.name, "common_core": source != method.name, "unit": method.unit,
-               "unit_cost": unit_costs.get(method.name, method.unit_cost), **kappa_row, "kappa_status": kappa_status,
-               "r_min": collapse["r_min"][0], "r_max": collapse["r_max"][0]}
-        row["cost_per_real_unit"] = (row["unit_cost"] / row["kappa"]
-                                     if row["kappa"] is not None and row["kappa"] > 0 else None)
-        for c in collapse.iter_rows(named=True):
-            name = c["criterion"] or "threshold"
-            row.update({f"r_star_{name}": c["r_star"], f"r_star_{name}_lo": c["r_star_lo"],
-                        f"r_star_{name}_hi": c["r_star_hi"], f"r_star_{name}_censored": c["censored"]})
-        row["collapse_status"] = "; ".join(dict.fromkeys(s for s in collapse["status"] if s != OK)) or OK
-        rows.append(row)
-    return {"pricing": pl.DataFrame(rows, infer_schema_length=None),
-            "collapse": pl.concat(collapse_frames, how="diagonal_relaxed") if collapse_frames else pl.DataFrame(),
-            "curves": pl.concat(curve_frames, how="diagonal_relaxed") if curve_frames else pl.DataFrame()}
-
-
-REPRESENTATIVES = {"d_env": "awm", "d_task": "autoplay", "d_traj": "swirl"}
-"""The paper's representative method per axis (Table 17, Figure 4's r* lines); another method of
-the axis stands in when the study does not run it."""
-
-
-KAPPA_SHOWN_MAX = 1e3
-"""Tables show a bound beyond this as ``>1e3``: near-flat bootstrap laws invert to astronomically
-large amounts, which says "unbounded", not a number (the Parquet keeps the value)."""
-
-
-def _bound(value: float | None) -> str:
-    if value is None:
-        return "-"
-    return f">{KAPPA_SHOWN_MAX:.0e}".replace("+0", "") if value > KAPPA_SHOWN_MAX else f"{value:.3g}"
-
-
-def _interval(value: float | None, lo: float | None, hi: float | None) -> str:
-    if value is None:
-        return "-"
-    return f"{_bound(value)} [{_bound(lo)}, {_bound(hi)}]"
-
-
-def _r_star(row: dict, name: str) -> str:
-    censored = row.get(f"r_star_{name}_censored")
-    if censored:
-        bound = row["r_max"] if censored.startswith(">") else row["r_min"]
-        return f"{censored[0]}{bound:g}"
-    return _interval(row.get(f"r_star_{name}"), row.get(f"r_star_{name}_lo"), row.get(f"r_star_{name}_hi"))
-
-
-def _status(row: dict) -> str:
-    return "; ".join(dict.fromkeys(s for s in (row["kappa_status"], *row["collapse_status"].split("; ")) if s != OK)) or OK
-
-
-def pricing_tables(pricing: pl.DataFrame, threshold: float = 0.95) -> dict[str, pl.DataFrame]:
-    """Tables 3, 16 and 17 from the ``pricing`` frame, estimates with their 95% CIs
-    as text (censored crossings as ``>r_max``)."""
-    from axisrl.synthesis import METHODS
-
-    rows = pricing.to_dicts()
-    own = [r for r in rows if not r["common_core"]]
-    table3 = pl.DataFrame([{
-        "method": METHODS[r["method"]].paper, "axis": r["axis"], "real_amount": r["real_amount"],
-        "kappa_at_r1": _interval(r["kappa"], r["kappa_lo"], r["kappa_hi"]),
-        f"r_star_{threshold:g}": _r_star(r, "threshold"),
-        "cost_per_unit": f"{r['unit_cost']:g} USD/{r['unit']}",
-        "cost_per_real_equivalent_unit": None if r["cost_per_real_unit"] is None else f"{r['cost_per_real_unit']:.3g}",
-        "status": _status(r)} for r in own], infer_schema_length=None)
-
-    core = {(r["method"], r["real_amount"]): r for r in rows if r["common_core"]}
-    first_amount = {}
-    for r in own:
-        first_amount.setdefault(r["method"], r["real_amount"])
-    table16 = pl.DataFrame([{
-        "method": METHODS[r["method"]].paper, "axis": r["axis"],
-        "kappa": _interval(r["kappa"], r["kappa_lo"], r["kappa_hi"]),
-        "kappa_common_core": (_interval(c["kappa"], c["kappa_lo"], c["kappa_hi"])
-                              if (c := core.get((r["method"], r["real_amount"]))) else "not_run"),
-        "r_star": _r_star(r, "threshold"),
-        "r_star_common_core": _r_star(c, "threshold") if c else "not_run"}
-        for r in own if r["real_amount"] == first_amount[r["method"]]], infer_schema_length=None)
-
-    chosen = {}
-    for r in own:
-        if r["real_amount"] != first_amount[r["method"]]:
-            continue
-        if r["method"] == REPRESENTATIVES[r["axis"]] or r["axis"] not in chosen:
-            chosen[r["axis"]] = r
-    criteria = {"threshold": f"crossing of {threshold:g} by the fitted logistic (default)",
-                "baseline": "crossing of the real-only baseline (1.00)", "peak": "peak of the curve"}
-    table17 = pl.DataFrame([{"criterion": text, **{f"r_star_{axis} ({METHODS[r['method']].paper})": _r_star(r, name)
-                                                 for axis, r in sorted(chosen.items())}}
-                            for name, text in criteria.items()])
-    return {"table3": table3, "table16": table16, "table17": table17}
