@@ -6,7 +6,6 @@ import subprocess
 import sys
 
 import polars as pl
-
 from axisrl.laws import simulate_study
 
 

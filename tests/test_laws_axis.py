@@ -9,11 +9,22 @@ from collections.abc import Callable
 import numpy as np
 import polars as pl
 import pytest
+from axisrl.laws import (
+    Law,
+    axis_ordering,
+    bootstrap_alphas,
+    bootstrap_intervals,
+    fit_axes,
+    fit_axes_by,
+    fit_floor,
+    floor_profile,
+    leave_one_out,
+    local_slopes,
+    predict_loss,
+    simulate_study,
+    success_trends,
+)
 from scipy import optimize
-
-from axisrl.laws import (Law, axis_ordering, bootstrap_alphas, bootstrap_intervals, fit_axes, fit_axes_by,
-                         fit_floor, floor_profile, leave_one_out, local_slopes, predict_loss, simulate_study,
-                         success_trends)
 
 TRUE_ALPHA = {"d_env": 0.45, "d_task": 0.30, "d_traj": 0.15}
 CENTRE = {"d_env": 8, "d_task": 32, "d_traj": 8}

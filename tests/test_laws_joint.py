@@ -9,9 +9,16 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 import pytest
-
-from axisrl.laws import (Law, bootstrap_joint, fit_chinchilla, fit_joint, fitted_law, interaction_pretest,
-                         predict_loss, simulate_study)
+from axisrl.laws import (
+    Law,
+    bootstrap_joint,
+    fit_chinchilla,
+    fit_joint,
+    fitted_law,
+    interaction_pretest,
+    predict_loss,
+    simulate_study,
+)
 
 CHINCHILLA_CSV = Path(__file__).parent / "data" / "chinchilla_epoch_svg_extracted.csv"
 """Epoch AI's points digitised from the Chinchilla paper's figure (the data of their 2024 replication)."""

@@ -7,9 +7,16 @@ from collections.abc import Callable
 import numpy as np
 import polars as pl
 import pytest
-
-from axisrl.laws import (budget_convention_table, calibration_table, held_axis_table, pool_construction_table,
-                         simulate_study, subset_fit_table, task_dedup_table, worlds_variants_table)
+from axisrl.laws import (
+    budget_convention_table,
+    calibration_table,
+    held_axis_table,
+    pool_construction_table,
+    simulate_study,
+    subset_fit_table,
+    task_dedup_table,
+    worlds_variants_table,
+)
 from axisrl.laws.simulate import DEFAULT_CENTRE, DEFAULT_GRIDS
 
 CENTRE = DEFAULT_CENTRE

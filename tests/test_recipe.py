@@ -1,24 +1,38 @@
 """The compute-optimal recipe: cost model, Lagrangian solve, exponents and baseline strategies.
 
-Closed forms (fitting.md 6) are the ground truth where they exist: a product constraint gives
+Closed forms are the ground truth where they exist: a product constraint gives
 ``a_i = (1/alpha_i) / sum_j 1/alpha_j``; every cost gives ``sum_i (eps_i/C) a_i = 1``.
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping
-
 from dataclasses import replace
 
 import numpy as np
 import polars as pl
 import pytest
-
 from axisrl.laws.joint import Law, predict_loss
-from axisrl.recipe import (RECIPE_AXES, TERMS, CostModel, InfeasibleBudget, SyntheticOption, bootstrap_exponents,
-                           chinchilla_transfer, compute_efficiency, exponents, log_budgets, paper_convention, recipe,
-                           recipe_path, solve, trajectories_only)
-from axisrl.recipe.solve import _loss_and_log_gradient, _Problem, _solve, draw_path
+from axisrl.recipe import (
+    RECIPE_AXES,
+    TERMS,
+    CostModel,
+    InfeasibleBudget,
+    SyntheticOption,
+    bootstrap_exponents,
+    chinchilla_transfer,
+    compute_efficiency,
+    exponents,
+    log_budgets,
+    paper_convention,
+    recipe,
+    recipe_path,
+    solve,
+    trajectories_only,
+)
+from axisrl.recipe.problem import _loss_and_log_gradient, _Problem
+from axisrl.recipe.solve import _solve, draw_path
 
 DATA_ALPHA = {"d_env": 0.5, "d_task": 0.3, "d_traj": 0.15}
 LAW = Law(E=0.2, A={"width": 2.0, "d_env": 3.0, "d_task": 4.0, "d_traj": 1.5},
@@ -33,7 +47,7 @@ DESIGN = {"width": 64.0, "d_env": 30.0, "d_task": 500.0, "d_traj": 8.0}
 
 
 class ProductCost:
-    """``C = D_E * D_T * D_tau``: the unit monomial cost of fitting.md 6(a)."""
+    """``C = D_E * D_T * D_tau``: the unit monomial cost, whose optimum has a closed form."""
 
     currency = "unit"
 
@@ -68,7 +82,7 @@ def test_each_term_in_table19_order_raises_the_cost():
     assert [label for label, _ in models] == ["linear", "+bilinear", "+latency", "+failure", "+utilization"]
     assert models[-1][1].terms == TERMS
     costs = [float(model.cost(DESIGN)) for _, model in models]
-    assert all(later > earlier for earlier, later in zip(costs, costs[1:], strict=False))
+    assert all(later > earlier for earlier, later in itertools.pairwise(costs))
     # each coefficient moves the cost the expected way
     for name in ("c_width", "c_env", "c_task", "c_traj", "c_token", "env_seconds_per_call", "failed_fraction"):
         assert float(FULL.perturbed(name, 1.5).cost(DESIGN)) > float(FULL.cost(DESIGN)), name
@@ -367,7 +381,7 @@ def test_default_cost_model_does_not_move_with_measured_wall_times(schema):
 
 
 def test_measured_efficiency_reads_the_recipes_measured_curve_at_what_was_spent():
-    from axisrl.recipe.study import _needed_measured, efficiency_table
+    from axisrl.recipe.efficiency import _needed_measured, efficiency_table
 
     costs, success = np.array([1.0, 2.0, 4.0, 8.0]), np.array([0.1, 0.2, 0.15, 0.4])
     assert _needed_measured(costs, success, 0.2) == (pytest.approx(2.0), "measured")

@@ -4,19 +4,28 @@ a hand-made law (width held at the centre), a cost model, and the recipe's own p
 from __future__ import annotations
 
 import re
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import numpy as np
 import polars as pl
 import pytest
-
 from axisrl import artifacts
 from axisrl.artifacts import write_artifact
 from axisrl.cli import main
 from axisrl.config import StageSpec
 from axisrl.laws.joint import Law
-from axisrl.recipe import (RECIPE_AXES, CostModel, allocation_at, bootstrap_exponents, chinchilla_transfer, exponents,
-                           log_budgets, recipe, recipe_path, trajectories_only)
+from axisrl.recipe import (
+    RECIPE_AXES,
+    CostModel,
+    allocation_at,
+    bootstrap_exponents,
+    chinchilla_transfer,
+    exponents,
+    log_budgets,
+    recipe,
+    recipe_path,
+    trajectories_only,
+)
 from axisrl.recipe.study import cost_frame
 from axisrl.report import figures
 
@@ -195,8 +204,8 @@ def test_cli_recipe_budget_below_minimum(tmp_path, capsys):
 
 def test_cli_recipe_finds_the_newest_law(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
-    stamps = iter([datetime(2024, 1, 2, tzinfo=timezone.utc), datetime(2024, 1, 2, tzinfo=timezone.utc),
-                   datetime(2024, 1, 1, tzinfo=timezone.utc), datetime(2024, 1, 1, tzinfo=timezone.utc)])
+    stamps = iter([datetime(2024, 1, 2, tzinfo=UTC), datetime(2024, 1, 2, tzinfo=UTC),
+                   datetime(2024, 1, 1, tzinfo=UTC), datetime(2024, 1, 1, tzinfo=UTC)])
 
     class Clock(datetime):
         @classmethod

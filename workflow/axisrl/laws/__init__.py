@@ -1,6 +1,6 @@
 """Scaling-law fits of agentic-RL data: pure functions, polars frames in and out.
 
-Methods and their reasons: ``reference/fitting.md`` section 5. Modules: ``axis`` (per-axis laws,
+Methods and their reasons: ``docs/methods.md``. Modules: ``axis`` (per-axis laws,
 local slopes, success trends, leave-one-out, two-stage bootstrap, axis ordering), ``joint`` (joint
 law, nested interaction, Chinchilla objective, GLM pre-test), ``tables`` (the paper's robustness tables),
 ``simulate`` (studies from a known law, for tests), ``data`` (input schema, seed pooling).
@@ -27,16 +27,39 @@ Loss: ``L = -ln p`` of the seed-pooled success ``p = sum successes / sum trials`
 [1/(2n), 1 - 1/(2n)].
 """
 
-from axisrl.laws.axis import (axis_ordering, bootstrap_alphas, bootstrap_intervals, fit_axes, fit_axes_by,
-                              fit_floor, fit_power, floor_profile, leave_one_out, local_slopes,
-                              success_trends)
+from axisrl.laws.axis import (
+    axis_ordering,
+    bootstrap_alphas,
+    bootstrap_intervals,
+    fit_axes,
+    fit_axes_by,
+    fit_floor,
+    fit_power,
+    floor_profile,
+    leave_one_out,
+    local_slopes,
+    success_trends,
+)
 from axisrl.laws.data import pool_points, usable_runs
-from axisrl.laws.joint import (Law, bootstrap_joint, fit_chinchilla, fit_joint, fitted_law, interaction_pretest,
-                               predict_loss)
+from axisrl.laws.joint import (
+    Law,
+    bootstrap_joint,
+    fit_chinchilla,
+    fit_joint,
+    fitted_law,
+    interaction_pretest,
+    predict_loss,
+)
 from axisrl.laws.simulate import simulate_study
-from axisrl.laws.tables import (budget_convention_table, calibration_table, held_axis_table,
-                                pool_construction_table, subset_fit_table, task_dedup_table,
-                                worlds_variants_table)
+from axisrl.laws.tables import (
+    budget_convention_table,
+    calibration_table,
+    held_axis_table,
+    pool_construction_table,
+    subset_fit_table,
+    task_dedup_table,
+    worlds_variants_table,
+)
 
 __all__ = [
     "Law", "axis_ordering", "bootstrap_alphas", "bootstrap_intervals", "bootstrap_joint", "budget_convention_table",

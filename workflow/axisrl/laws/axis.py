@@ -1,4 +1,4 @@
-"""Per-axis scaling laws: one axis swept, the others held (fitting.md section 5.1).
+"""Per-axis scaling laws: one axis swept, the others held (``docs/methods.md``).
 
 Two models of the seed-pooled loss ``L = -ln p`` at the grid points ``x``:
 
@@ -21,14 +21,25 @@ import itertools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import NamedTuple
 
 import numpy as np
 import polars as pl
 import statsmodels.api as sm
 from scipy import optimize, stats
 
-from axisrl.laws.data import (AXES, RunArrays, TaskMatrix, axis_sweep, check_one_setting, infer_centre,
-                              point_statistics, resample, task_matrix, usable_runs)
+from axisrl.laws.data import (
+    AXES,
+    RunArrays,
+    TaskMatrix,
+    axis_sweep,
+    check_one_setting,
+    infer_centre,
+    point_statistics,
+    resample,
+    task_matrix,
+    usable_runs,
+)
 
 ALPHA_BOUNDS = (0.01, 1.5)
 ALPHA_GRID = np.linspace(*ALPHA_BOUNDS, 150)
@@ -47,7 +58,7 @@ FIT_SCHEMA = {
     "selected": pl.Boolean, "max_loo_point_shift": pl.Float64, "max_loo_seed_shift": pl.Float64,
     "loo_unstable": pl.Boolean,
 }
-"""``loo_unstable``: some leave-one-out shift exceeds half the CI width (fitting.md 5.1, step 6)."""
+"""``loo_unstable``: some leave-one-out shift exceeds half the CI width, so one point or seed drives the fit."""
 
 LOO_SCHEMA = {"axis": pl.String, "model": pl.String, "left_out": pl.String, "left_out_value": pl.Float64,
               "alpha": pl.Float64, "delta_alpha": pl.Float64}
@@ -115,9 +126,16 @@ def fit_power(x: np.ndarray, loss: np.ndarray, var_loss: np.ndarray) -> Exponent
     return ExponentFit(alpha, alpha - half, alpha + half, None, float(np.exp(params[0])), chi2, dof, r_squared)
 
 
-def floor_profile(alphas: np.ndarray, x: np.ndarray, loss: np.ndarray, weight: np.ndarray
-                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(weighted RSS, E, A) minimised over ``E, A >= 0`` at each fixed alpha: the linear half of VP.
+class FloorProfile(NamedTuple):
+    """The floor model's best ``E, A >= 0`` at each of a grid of alphas, and its weighted RSS there."""
+
+    rss: np.ndarray
+    E: np.ndarray
+    A: np.ndarray
+
+
+def floor_profile(alphas: np.ndarray, x: np.ndarray, loss: np.ndarray, weight: np.ndarray) -> FloorProfile:
+    """Weighted RSS, E and A minimised over ``E, A >= 0`` at each fixed alpha: the linear half of VP.
 
     Two non-negative coefficients have a closed form (the unconstrained optimum when feasible,
     else the better edge), which vectorises over a grid of alphas; ``scipy.optimize.nnls`` per
@@ -135,7 +153,7 @@ def floor_profile(alphas: np.ndarray, x: np.ndarray, loss: np.ndarray, weight: n
     rss[0, ~((E_free >= 0) & (A_free >= 0) & (det > 0))] = np.inf
     best = np.argmin(rss, axis=0)
     columns = np.arange(len(s_f))
-    return rss[best, columns], E[best, columns], A[best, columns]
+    return FloorProfile(rss[best, columns], E[best, columns], A[best, columns])
 
 
 def _floor_rss(alpha: float, log_x: np.ndarray, loss: np.ndarray, weight: np.ndarray) -> float:
@@ -166,7 +184,7 @@ def fit_floor(x: np.ndarray, loss: np.ndarray, var_loss: np.ndarray, with_ci: bo
     def profile(alpha: float) -> float:
         return _floor_rss(alpha, log_x, loss, weight)
 
-    grid_rss = floor_profile(ALPHA_GRID, x, loss, weight)[0]
+    grid_rss = floor_profile(ALPHA_GRID, x, loss, weight).rss
     best = int(np.argmin(grid_rss))
     bracket = (ALPHA_GRID[max(best - 1, 0)], ALPHA_GRID[min(best + 1, len(ALPHA_GRID) - 1)])
     refined = optimize.minimize_scalar(profile, bounds=bracket, method="bounded", options={"xatol": 1e-7})
@@ -218,12 +236,20 @@ def _fit_models(x: np.ndarray, loss: np.ndarray, var_loss: np.ndarray,
             "floor": fit_floor(x, loss, var_loss, with_ci) if len(x) >= MIN_POINTS["floor"] else None}
 
 
-def _sweep_fit(arrays: RunArrays, axis: str, with_ci: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray,
-                                                                      dict[str, ExponentFit | None]]:
-    """Pooled points of one sweep and both model fits: (x, loss, var_loss, fits)."""
+class _SweepFit(NamedTuple):
+    """The seed-pooled points of one sweep and both model fits to them."""
+
+    x: np.ndarray
+    loss: np.ndarray
+    var_loss: np.ndarray
+    fits: dict[str, ExponentFit | None]
+
+
+def _sweep_fit(arrays: RunArrays, axis: str, with_ci: bool) -> _SweepFit:
+    """Pooled points of one sweep and both model fits."""
     pooled = point_statistics(arrays.point_index, arrays.successes, arrays.trials, arrays.points.height)
     x = arrays.points[axis].to_numpy().astype(np.float64)
-    return x, pooled.loss, pooled.var_loss, _fit_models(x, pooled.loss, pooled.var_loss, with_ci)
+    return _SweepFit(x, pooled.loss, pooled.var_loss, _fit_models(x, pooled.loss, pooled.var_loss, with_ci))
 
 
 def _loo_rows(arrays: RunArrays, axis: str, fits: Mapping[str, ExponentFit | None]) -> list[dict]:
@@ -235,7 +261,7 @@ def _loo_rows(arrays: RunArrays, axis: str, fits: Mapping[str, ExponentFit | Non
         units += [("seed", float(s), arrays.seed != s) for s in seeds]
     rows = []
     for left_out, value, keep in units:
-        _, _, _, refits = _sweep_fit(arrays.subset(keep), axis, with_ci=False)
+        refits = _sweep_fit(arrays.subset(keep), axis, with_ci=False).fits
         for model in MODELS:
             full, refit = fits[model], refits[model]
             if full is not None and refit is not None:
@@ -325,7 +351,7 @@ def leave_one_out(runs: pl.DataFrame, axes: Sequence[str] = AXES, *, tier: str =
     for axis, (sweep, _) in _sweeps(runs, axes, tier, centre).items():
         arrays = RunArrays.from_runs(sweep, [axis])
         if arrays.points.height >= MIN_POINTS["power"]:
-            rows += _loo_rows(arrays, axis, _sweep_fit(arrays, axis, with_ci=False)[3])
+            rows += _loo_rows(arrays, axis, _sweep_fit(arrays, axis, with_ci=False).fits)
     return pl.DataFrame(rows, schema=LOO_SCHEMA)
 
 

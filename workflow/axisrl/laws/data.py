@@ -2,7 +2,7 @@
 
 Every fit pools seeds at a grid point before taking logs (``p = sum k / sum n``), because averaging
 ``-ln p`` over seeds is biased by about ``(1-p)/(2np)``; the between-seed variance is pooled across
-grid points because three seeds alone give an unstable per-point variance (fitting.md 5.0, 5.1).
+grid points because three seeds alone give an unstable per-point variance.
 """
 
 from __future__ import annotations
@@ -178,7 +178,7 @@ def task_matrix(episodes: pl.DataFrame, run_keys: Sequence[str], tier: str) -> T
     rows = rows.filter(pl.col("run_key").is_in(list(run_keys)))
     missing = set(run_keys) - set(rows["run_key"].unique().to_list())
     if missing:
-        raise ValueError(f"no {tier} episodes for {len(missing)} runs, e.g. {sorted(missing)[0]}")
+        raise ValueError(f"no {tier} episodes for {len(missing)} runs, e.g. {min(missing)}")
     run_row = {key: i for i, key in enumerate(run_keys)}
     tasks = rows["task_id"].unique().sort()
     task_col = {task: j for j, task in enumerate(tasks.to_list())}
@@ -198,7 +198,7 @@ def resample(arrays: RunArrays, rng: np.random.Generator,
     Stage 1 redraws each point's seeds with replacement; stage 2 redraws the held-out tasks, once
     for all runs (they share the task set, so task difficulty correlates runs), or, without
     episodes, draws binomial successes per run. The naive seed-only bootstrap under-covers with
-    three seeds (fitting.md 5.0).
+    three seeds: they allow few distinct resamples, and it leaves out the held-out tasks' noise.
     """
     counts = np.bincount(arrays.point_index, minlength=arrays.points.height)
     starts = np.cumsum(counts) - counts

@@ -1,4 +1,4 @@
-"""Joint law over all runs (fitting.md 5.2): additive in named axes, or with tasks nested in environments.
+"""Joint law over all runs (``docs/methods.md``): additive in named axes, or with tasks nested in environments.
 
 * ``additive``: ``L = E + sum_i A_i x_i^-alpha_i`` over any named axes (``width`` = N included when
   it varies).
@@ -9,7 +9,7 @@
 
 Both are fitted by variable projection (VPNLS): for fixed exponents (and ``m*``, ``k*``) E and the
 A_i are a weighted non-negative least-squares problem (weights ``1/var L``, to first order the
-log-residual weights of 5.2), and bounded trust-region least squares searches the nonlinear
+weights of a fit of ``ln L`` by ``1/var ln L``), and bounded trust-region least squares searches the nonlinear
 parameters from a grid of starts. The nested
 model is preferred only when its quasi-AICc is lower by more than 2 *and* its leave-one-grid-point
 -out prediction error of ``ln L`` is lower.
@@ -31,8 +31,16 @@ import polars as pl
 from scipy import optimize, special, stats
 
 from axisrl.laws.axis import ALPHA_BOUNDS, LEVEL, quasi_aicc
-from axisrl.laws.data import (AXES, RunArrays, check_one_setting, point_statistics, pool_points, resample,
-                              task_matrix, usable_runs)
+from axisrl.laws.data import (
+    AXES,
+    RunArrays,
+    check_one_setting,
+    point_statistics,
+    pool_points,
+    resample,
+    task_matrix,
+    usable_runs,
+)
 
 if TYPE_CHECKING:
     from statsmodels.genmod.generalized_linear_model import GLMResults
@@ -287,9 +295,9 @@ def fit_chinchilla(points: pl.DataFrame, axes: Sequence[str], *, loss: str = "lo
 
     Returns ``E = exp(e)``, ``A_<axis> = exp(a_i)``, ``alpha_<axis>`` and the summed Huber loss.
     The objective is evaluated at every start of the grid (e x (a, alpha) per axis) and L-BFGS-B
-    runs from the ``n_refine`` best: with delta = 1e-3 the loss is nearly L1 and a run from every
-    one of Hoffmann's 4,500 starts takes ~10 minutes, while on Epoch's Chinchilla data the best
-    10 starts already reach the optimum of the full grid. Only converged runs count (as in Epoch's
+    runs from the ``n_refine`` best: with delta = 1e-3 the loss is nearly L1, so each run is slow and
+    running one from every one of Hoffmann's 4,500 starts is out of reach, while on Epoch's Chinchilla
+    data the best 10 starts already reach the optimum of the full grid. Only converged runs count (as in Epoch's
     notebook); ``status`` says when none did.
     """
     log_x = np.log(points.select(axes).to_numpy().astype(np.float64))
@@ -334,7 +342,7 @@ INTERACTION_SCHEMA = {"outer_axis": pl.String, "inner_axis": pl.String, "outer_v
 
 def interaction_pretest(runs: pl.DataFrame, axes: Sequence[str] = AXES, *,
                         interaction: tuple[str, str] = ("d_env", "d_task"), tier: str = "all") -> pl.DataFrame:
-    """Cheap, exact test of an interaction before fitting nonlinear laws (fitting.md 5.2).
+    """Cheap, exact test of an interaction before fitting nonlinear laws.
 
     Quasi-binomial GLM on run-level success rates weighted by trials: ``logit p = b0 + sum_i b_i ln x_i +
     b_io ln x_outer ln x_inner``; F-test of ``b_io`` on the deviance drop over the Pearson

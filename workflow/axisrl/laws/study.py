@@ -12,13 +12,28 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from axisrl.laws.axis import (axis_ordering, bootstrap_alphas, bootstrap_intervals, fit_axes, fit_axes_by,
-                              leave_one_out, local_slopes, success_trends)
+from axisrl.laws.axis import (
+    axis_ordering,
+    bootstrap_alphas,
+    bootstrap_intervals,
+    fit_axes,
+    fit_axes_by,
+    leave_one_out,
+    local_slopes,
+    success_trends,
+)
 from axisrl.laws.data import AXES, axis_sweep, infer_centre, pool_points, usable_runs
 from axisrl.laws.joint import fit_joint, interaction_pretest
-from axisrl.laws.tables import (budget_convention_table, calibration_table, held_axis_table, in_families,
-                                pool_construction_table, subset_fit_table, task_dedup_table,
-                                worlds_variants_table)
+from axisrl.laws.tables import (
+    budget_convention_table,
+    calibration_table,
+    held_axis_table,
+    in_families,
+    pool_construction_table,
+    subset_fit_table,
+    task_dedup_table,
+    worlds_variants_table,
+)
 
 
 @dataclass(frozen=True)

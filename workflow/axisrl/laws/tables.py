@@ -16,8 +16,17 @@ import numpy as np
 import polars as pl
 
 from axisrl.laws.axis import FIT_SCHEMA, LEVEL, MIN_POINTS, fit_axes, fit_axes_by
-from axisrl.laws.data import (AXES, RunArrays, axis_sweep, check_one_setting, infer_centre, point_statistics, resample,
-                              task_matrix, usable_runs)
+from axisrl.laws.data import (
+    AXES,
+    RunArrays,
+    axis_sweep,
+    check_one_setting,
+    infer_centre,
+    point_statistics,
+    resample,
+    task_matrix,
+    usable_runs,
+)
 
 
 def in_families(runs: pl.DataFrame, *prefixes: str) -> pl.DataFrame:

@@ -1,7 +1,7 @@
 """The cost of a data design, in one declared currency, with the paper's cost terms switchable one by one.
 
 Why a separate module: the recipe's exponents depend on the cost model as much as on the law
-(fitting.md 6: an axis whose cost is decoupled from the growing rollout term stays cheap at scale),
+(an axis whose cost is decoupled from the growing rollout term stays cheap at scale),
 so the cost model is an explicit, validated object and Table 19's progression is built from it by
 switching terms on in the paper's order:
 
@@ -45,7 +45,7 @@ import numbers
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from functools import cached_property
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -76,6 +76,27 @@ class Cost(Protocol):
 def _number(value: ArrayLike) -> float | np.ndarray:
     """A plain float as it is (numpy's 0-d arithmetic costs several times more per operation), else an array."""
     return value if isinstance(value, float) else np.asarray(value, dtype=np.float64)
+
+
+class _Coefficients(NamedTuple):
+    """A cost model's coefficients with its enabled terms folded in, per unit of each driver."""
+
+    width: float
+    env: float
+    task: float
+    per_rollout: float
+    bilinear: float
+    """Per rollout and unit of ``N**model_size_exponent``."""
+
+
+class _Parts(NamedTuple):
+    """The terms of ``C(x)``; ``rollout`` includes ``bilinear``, the part a run executes."""
+
+    width: np.ndarray
+    env: np.ndarray
+    task: np.ndarray
+    rollout: np.ndarray
+    bilinear: np.ndarray
 
 
 _COEFFICIENTS = ("c_width", "c_env", "c_task", "c_traj", "c_token", "tokens_per_rollout", "model_size_exponent",
@@ -158,9 +179,9 @@ class CostModel:
         return [(TERMS[0] if k == 0 else f"+{TERMS[k]}", replace(self, terms=TERMS[:k + 1])) for k in range(len(TERMS))]
 
     @cached_property
-    def _coefficients(self) -> tuple[float, float, float, float, float]:
-        """(width, env, task, per-rollout, bilinear) coefficients with the enabled terms folded in: computed
-        once, since the solver prices hundreds of thousands of designs with one model."""
+    def _coefficients(self) -> _Coefficients:
+        """The coefficients with the enabled terms folded in: computed once, since the solver prices
+        hundreds of thousands of designs with one model."""
         on = set(self.terms)
         eta = self.utilization if "utilization" in on else 1.0
         keep = 1.0 - self.failed_fraction if "failure" in on else 1.0
@@ -169,16 +190,16 @@ class CostModel:
             per_rollout += (self.steps_per_rollout * self.env_seconds_per_call
                             + self.verifier_seconds_per_rollout) * self.c_second
         bilinear = self.c_token * self.tokens_per_rollout / eta / keep if "bilinear" in on else 0.0
-        return self.c_width / eta, self.c_env, self.c_task, per_rollout / keep, bilinear
+        return _Coefficients(self.c_width / eta, self.c_env, self.c_task, per_rollout / keep, bilinear)
 
-    def _parts(self, x: Mapping[str, ArrayLike]) -> tuple[np.ndarray, ...]:
-        """(width compute, env synthesis, task synthesis, rollout total, bilinear part of the rollout total)."""
+    def _parts(self, x: Mapping[str, ArrayLike]) -> _Parts:
+        """Width compute, env and task synthesis, the rollout total and its bilinear part."""
         n, d_env, d_task, d_traj = (_number(x[a]) for a in RECIPE_AXES)
         width, env, task, per_rollout, per_token = self._coefficients
         rollouts = self.visits * d_traj
         bilinear = (per_token * n**self.model_size_exponent * rollouts if "bilinear" in self.terms
                     else np.zeros_like(rollouts * n))
-        return width * n, env * d_env, task * d_task, per_rollout * rollouts + bilinear, bilinear
+        return _Parts(width * n, env * d_env, task * d_task, per_rollout * rollouts + bilinear, bilinear)
 
     def cost(self, x: Mapping[str, ArrayLike]) -> np.ndarray:
         """``C(x)`` in ``currency``, broadcast over the axis arrays."""
@@ -187,7 +208,7 @@ class CostModel:
 
     def executed(self, x: Mapping[str, ArrayLike]) -> np.ndarray:
         """The part of ``C(x)`` a run executes: the bilinear rollout-compute term."""
-        return self._parts(x)[4]
+        return self._parts(x).bilinear
 
     def declared(self, x: Mapping[str, ArrayLike]) -> np.ndarray:
         """The declared prices in ``C(x)``: everything but the executed part."""
@@ -209,7 +230,7 @@ class SyntheticOption:
     The law sees ``D_eff = D_real * (1 + kappa * r)``; each synthetic unit costs ``unit_cost`` (in the
     cost model's currency, all-in: whatever synthesis and rollouts it needs), added linearly to the
     cost model's cost of the real design. ``r_cap`` must sit strictly below the method's collapse ratio
-    ``r*`` (fitting.md 5.3); pass ``r_star`` to have that checked.
+    ``r*`` (past it, more synthetic data makes the law worse); pass ``r_star`` to have that checked.
     """
 
     kappa: float

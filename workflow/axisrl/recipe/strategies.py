@@ -20,7 +20,8 @@ from scipy import optimize
 
 from axisrl.laws.joint import Law
 from axisrl.recipe.cost import RECIPE_AXES, Cost, SyntheticOption
-from axisrl.recipe.solve import Allocation, Bounds, InfeasibleBudget, allocation_at, solve
+from axisrl.recipe.problem import Allocation, Bounds, InfeasibleBudget, allocation_at
+from axisrl.recipe.solve import solve
 
 
 def recipe(law: Law, cost_model: Cost, budget: float, *, bounds: Bounds, fixed: Mapping[str, float] | None = None,
