@@ -1,4 +1,4 @@
-# axisrl: how agentic-RL data scales. Layout, stages and keys: ../shared/DESIGN.md and README.md.
+# axisrl: how agentic-RL data scales. Layout: README.md; stages and keys: workflow/axisrl/stages/registry.py.
 from snakemake.utils import min_version
 
 min_version("9.0")
@@ -21,11 +21,4 @@ include: "workflow/rules/report.smk"
 rule all:
     default_target: True
     input:
-        rules.collect.output,
-        rules.table9.output,
-        [f"{RESULTS}/tables/{name}.md" for name in {**LAW_TABLES, **PRICING_TABLES}],
-        rules.fig2.output,
-        rules.fig3.output,
-        rules.fig4.output,
-        rules.catalog.output,
-        recipe_targets(),
+        final_outputs(),

@@ -52,8 +52,9 @@ def main() -> None:
 
 
 PLAN_SIZE = """
-from axisrl.config import load_config, load_yaml, validate_config, hashed_part
-from axisrl.plan import study_jobs
+from axisrl.config import load_yaml, validate_config
+from axisrl.plan import plan_designs, plan_rows
+from axisrl.stages import study
 import yaml
 schema = load_yaml('config/schema.yaml')
 config = yaml.safe_load(open('config/config.yaml'))
@@ -61,7 +62,8 @@ overlay = yaml.safe_load(open('big.yaml'))
 config['study'] = {**config.get('study', {}), **overlay['study']}
 config['synthesize'] = {**config['synthesize'], **overlay['synthesize']}
 cfg = validate_config(config, schema)
-_, rows, jobs, _ = study_jobs(cfg, hashed_part(cfg, schema), 'dedupkey0000', 'sourceskey00')
+jobs = study(cfg, schema).points
+rows = plan_rows(plan_designs(cfg['study']), cfg['study'], cfg['domain'])
 points = {job.design.point_key for job in jobs.values()}
 print(f'plan: {len(rows)} runs over {len(points)} grid points in {len(jobs)} train jobs')
 """

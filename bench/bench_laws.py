@@ -22,9 +22,9 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from axisrl.config import hashed_part, load_config, load_yaml
+from axisrl.config import load_config
 from axisrl.laws.study import LawSettings, analyse
-from axisrl.plan import study_jobs
+from axisrl.plan import plan_designs, plan_rows
 
 ROOT = Path(__file__).resolve().parents[1]
 ALPHA = {"d_env": 0.4, "d_task": 0.25, "d_traj": 0.1}
@@ -34,9 +34,8 @@ N_TASKS = 256
 def simulated_study(seed: int = 0) -> tuple[pl.DataFrame, pl.DataFrame]:
     """The default plan's runs with binomial held-out outcomes from ``p = exp(-L)``,
     ``L = 0.2 + sum_i x_i^-alpha_i`` (width, algorithm and the other settings change nothing)."""
-    schema = load_yaml(ROOT / "config" / "schema.yaml")
     config = load_config(ROOT / "config" / "config.yaml", schema_path=ROOT / "config" / "schema.yaml")
-    _, rows, _, _ = study_jobs(config, hashed_part(config, schema), "benchmark000", "benchmark001")
+    rows = plan_rows(plan_designs(config["study"]), config["study"], config["domain"])
     runs = pl.DataFrame(rows, schema_overrides={"worlds": pl.Int64})
     loss = 0.2 + sum(runs[axis].to_numpy().astype(float) ** -alpha for axis, alpha in ALPHA.items())
     rng = np.random.default_rng(seed)

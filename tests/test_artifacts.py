@@ -104,7 +104,7 @@ def test_cli_error_is_one_line_and_exit_code_2(tmp_path, capsys):
 
 
 def test_a_heldout_pool_that_overlaps_training_is_refused():
-    from axisrl.stages import check_heldout_disjoint
+    from axisrl.dedup import check_heldout_disjoint
 
     train = pl.DataFrame({"env_s1": ["a", "b"], "skin": ["x", "y"]})
     check_heldout_disjoint(train, pl.DataFrame({"tier": ["T2", "T1"], "env_s1": ["c", "a"], "skin": ["z", "x"]}))

@@ -14,7 +14,7 @@ from axisrl.config import validate_config
 from axisrl.domains import toolworld as tw
 from axisrl.plan import Design, backend_settings, plan_designs
 from axisrl.recipe.study import charged_design, cost_model, drivers_table
-from axisrl.stages import cost_drivers
+from axisrl.stages.train import cost_drivers
 
 POOL = {"n_worlds": 4, "variants_per_world": 2, "contents_per_variant": 1, "reskins_per_world": 0,
         "tasks_per_env": 6,

@@ -5,7 +5,8 @@ import pytest
 
 from axisrl.config import ConfigError, hashed_part, load_yaml, validate_config
 from axisrl.datasets import PoolTooSmall, select_training_data, task_capacity
-from axisrl.plan import AXES, plan_designs, pricing_points, spread, study_jobs
+from axisrl.plan import AXES, plan_designs, plan_rows, pricing_points, spread
+from axisrl.stages import study
 
 from conftest import DEFAULT_CONFIG
 
@@ -16,7 +17,10 @@ def config(schema) -> dict:
 
 
 def jobs(config, schema):
-    return study_jobs(config, hashed_part(config, schema), "dedupkey0000", "sourceskey00")
+    """(plan spec, plan rows, grid points' jobs, collect spec) of a config."""
+    keyed = study(config, schema)
+    rows = plan_rows(plan_designs(config["study"]), config["study"], config["domain"])
+    return keyed.specs["plan"], rows, keyed.points, keyed.specs["collect"]
 
 
 def test_axis_sweeps_share_the_centre_and_the_plan_is_deterministic(config, schema):
@@ -242,17 +246,17 @@ def test_fractional_synthetic_amounts_are_refused(config, schema):
 
 
 def test_a_source_option_moves_the_synthetic_pool_only(config, schema):
-    from axisrl.config import stage_specs
-
-    before = stage_specs(config, schema)
+    pools = ("synthesize", "embed", "dedup", "sources", "dedup_sources")
+    before = study(config, schema).specs
     config["sources"]["methods"]["sca"]["unsolvable"] = 0.5
-    after = stage_specs(config, schema)
-    assert [s for s in before if before[s].key != after[s].key] == ["sources", "dedup_sources"]
+    after = study(config, schema).specs
+    assert [s for s in pools if before[s].key != after[s].key] == ["sources", "dedup_sources"]
 
 
 def test_only_mixture_runs_depend_on_the_synthetic_sources(config, schema):
     _, _, points, _ = jobs(config, schema)
-    moved = study_jobs(config, hashed_part(config, schema), "dedupkey0000", "othersources")[2]
+    config["sources"]["methods"]["sca"]["unsolvable"] = 0.5
+    moved = study(config, schema).points
     for key, point in points.items():
         assert (point.train.key != moved[key].train.key) == (point.design.source != "real"), point.design
 

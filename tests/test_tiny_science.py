@@ -41,7 +41,8 @@ from axisrl.datasets import select_training_data
 from axisrl.domains import toolworld as tw
 from axisrl.laws import success_trends
 from axisrl.plan import Design, backend_settings
-from axisrl.stages import ENV_COLUMNS, env_signatures
+from axisrl.dedup import env_signatures
+from axisrl.stages.pools import ENV_COLUMNS
 from conftest import DEFAULT_CONFIG, SCHEMA_PATH
 from scipy import stats
 

@@ -108,16 +108,17 @@ def test_a_script_job_gets_the_threads_it_claimed_unless_the_environment_says_ot
     """torch and BLAS default to every core of the machine; a job that claimed 2 must use 2."""
     from types import SimpleNamespace
 
-    from axisrl import scripting
+    from axisrl import scripting, threads
 
     seen = []
     monkeypatch.setattr(warm, "run_here", lambda target, args, log: seen.append(
-        {name: os.environ.get(name) for name in scripting.THREAD_VARIABLES}))
-    job = SimpleNamespace(threads=2, params=SimpleNamespace(spec=None, settings={}), input={}, output={},
+        {name: os.environ.get(name) for name in threads.THREAD_VARIABLES}))
+    monkeypatch.setitem(sys.modules, "torch", SimpleNamespace(set_num_threads=lambda n: seen.append(n)))
+    job = SimpleNamespace(rule="plan", threads=2, params=SimpleNamespace(spec=None, settings={}), input={}, output={},
                           log=["job.log"])
-    for name in scripting.THREAD_VARIABLES:  # set first, so that teardown restores what run_stage sets
+    for name in threads.THREAD_VARIABLES:  # set first, so that teardown restores what run_stage sets
         monkeypatch.setenv(name, "unset")
         monkeypatch.delenv(name)
     monkeypatch.setenv("MKL_NUM_THREADS", "5")
-    scripting.run_stage(job, "plan")
-    assert seen == [{"OMP_NUM_THREADS": "2", "MKL_NUM_THREADS": "5", "OPENBLAS_NUM_THREADS": "2"}]
+    scripting.run_stage(job)
+    assert seen == [2, {"OMP_NUM_THREADS": "2", "MKL_NUM_THREADS": "5", "OPENBLAS_NUM_THREADS": "2"}]

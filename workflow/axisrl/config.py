@@ -212,17 +212,3 @@ class StageSpec:
 
     def directory(self, results: str | Path = "results") -> Path:
         return Path(results) / self.stage / self.key
-
-
-def stage_specs(cfg: Mapping[str, Any], schema: Mapping[str, Any]) -> dict[str, StageSpec]:
-    """Every stage's spec for a validated config, upstream first."""
-    hashed = hashed_part(dict(cfg), schema)
-    read = {k: v for k, v in hashed["synthesize"].items() if k != "mathcode" or hashed["domain"] == "mathcode"}
-    synthesize = StageSpec("synthesize", {"domain": hashed["domain"], "synthesize": read})
-    embed = StageSpec("embed", {"embedding": hashed["dedup"]["embedding"]}, {"synthesize": synthesize.key})
-    dedup = StageSpec("dedup", {"dedup": hashed["dedup"]}, {"synthesize": synthesize.key, "embed": embed.key})
-    mixtures = hashed["study"]["families"]["mixtures"]
-    sources = StageSpec("sources", {"sources": hashed["sources"], "methods": sorted(mixtures["methods"]),
-                                    "common_core": mixtures["common_core"]}, {"synthesize": synthesize.key})
-    dedup_sources = StageSpec("dedup_sources", {"dedup": hashed["dedup"]}, {"sources": sources.key, "dedup": dedup.key})
-    return {spec.stage: spec for spec in (synthesize, embed, dedup, sources, dedup_sources)}

@@ -1,12 +1,22 @@
-"""Exact greedy threshold deduplication and set-diversity statistics (pure NumPy).
+"""Deduplication: signature-level environment identity, task keep-flags and pool diversity.
 
-The study reports the effective number of distinct tasks and environments at a distance threshold theta,
-so these functions must give the exact sequential answer, not an approximation (see envs.md section 5).
+The study reports the effective number of distinct tasks and environments at a distance threshold
+theta, so the greedy threshold rule must give the exact sequential answer (each task kept only if it
+is farther than theta from every task kept before it), not an approximation; the NumPy core below
+does that exactly, and the frame-level functions after it apply it to a pool.
 """
 
+from __future__ import annotations
+
+import hashlib
+import json
 from collections.abc import Hashable, Sequence
+from typing import Any
 
 import numpy as np
+import polars as pl
+
+from axisrl import domains
 
 _UNIT_ROUNDOFF_F32 = 2.0**-24
 _SAMPLE_ROWS = 2048
@@ -40,7 +50,7 @@ def greedy_threshold_keep(
     cosine (``cos <= x_p . y_p + |x_r| |y_r|``) with a margin covering float32 rounding. Only pairs whose
     bound reaches the loosest threshold are confirmed in float64, so the bound never changes the answer.
     One pass serves all thetas. ``prefix_dims=None`` picks the prefix from a sample (the full dimension
-    below 8,192 rows); the full dimension makes the screen a plain float32 cosine (envs.md section 5).
+    below 8,192 rows); the full dimension makes the screen a plain float32 cosine.
     """
     thetas_sorted = _validated_thetas(thetas)
     if vectors.ndim != 2:
@@ -250,3 +260,109 @@ def mean_pairwise_jaccard_distance(sets: Sequence[frozenset[str]]) -> float:
         later_pairs = np.arange(n)[None, :] > np.arange(chunk.start, chunk.stop)[:, None]
         similarity_sum += similarity[later_pairs].sum()
     return 1.0 - similarity_sum / (n * (n - 1) / 2)
+
+
+ENV_LEVELS = ("s3", "s2", "s1")
+"""Environment identity levels, coarse to fine: API set / + state schema / + transition semantics."""
+
+
+def _short_hash(*parts: str) -> str:
+    return hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]
+
+
+def env_signatures(envs: pl.DataFrame, domain: str = "toolworld") -> pl.DataFrame:
+    """Add the signature columns, the S3/S2/S1 identities and first-occurrence flags per level.
+
+    ``env_s3`` = API set, ``env_s2`` = (API set, schema), ``env_s1`` = (API set, schema,
+    semantics). ``distinct_<level>`` keeps the first row of each identity in generation order,
+    and ``level`` says at which level a distinct (S1) environment first differs from the ones
+    before it: a new API set (S3), a new schema under a seen API set (S2), or new semantics only (S1).
+    """
+    signatures = domains.load(domain).signatures
+    sigs = pl.DataFrame([signatures(json.loads(s)) for s in envs["spec"]])
+    frame = pl.concat([envs, sigs], how="horizontal").with_columns(
+        env_s3=pl.col("sig_api"),
+        env_s2=pl.struct("sig_api", "sig_schema").map_elements(
+            lambda s: _short_hash(s["sig_api"], s["sig_schema"]), return_dtype=pl.String),
+        env_s1=pl.struct("sig_api", "sig_schema", "sig_sem").map_elements(
+            lambda s: _short_hash(s["sig_api"], s["sig_schema"], s["sig_sem"]), return_dtype=pl.String),
+    )
+    frame = frame.with_columns(
+        pl.Series(f"distinct_{level}", first_occurrence_keep(frame[f"env_{level}"].to_list()))
+        for level in ENV_LEVELS
+    )
+    level = (pl.when(~pl.col("distinct_s1")).then(None)
+             .when(pl.col("distinct_s3")).then(pl.lit("S3"))
+             .when(pl.col("distinct_s2")).then(pl.lit("S2"))
+             .otherwise(pl.lit("S1")))
+    return frame.with_columns(level=level)
+
+
+def pool_stats(envs: pl.DataFrame, split: str, domain: str = "toolworld") -> dict[str, Any]:
+    """One row of Table 6: diversity of the signature-distinct environments of a pool."""
+    tokens = domains.load(domain)
+    distinct = envs.filter(pl.col("distinct_s1"))
+    specs = [json.loads(s) for s in distinct["spec"]]
+    counts = {level: int((distinct["level"] == level.upper()).sum()) for level in ENV_LEVELS}
+    n = max(distinct.height, 1)
+    return {
+        "split": split,
+        "n_raw": envs.height,
+        "n_distinct": distinct.height,
+        "n_worlds": distinct["world_id"].n_unique(),
+        "n_skins": envs["skin"].n_unique(),
+        **{f"n_{level}": counts[level] for level in ENV_LEVELS},
+        **{f"share_{level}": counts[level] / n for level in ENV_LEVELS},
+        "jaccard_tools": mean_pairwise_jaccard_distance([tokens.tool_tokens(s) for s in specs]),
+        "jaccard_schema": mean_pairwise_jaccard_distance([tokens.schema_tokens(s) for s in specs]),
+        "transition_diversity": mean_pairwise_jaccard_distance(
+            [tokens.transition_tokens(s) for s in specs]),
+    }
+
+
+def check_heldout_disjoint(train: pl.DataFrame, heldout: pl.DataFrame) -> None:
+    """The held-out T2 tier must share no environment identity or skin with training."""
+    t2 = heldout.filter(pl.col("tier") == "T2")
+    for column in ("env_s1", "skin"):
+        shared = set(t2[column]) & set(train[column])
+        if shared:
+            raise ValueError(f"held-out T2 pool overlaps training: {len(shared)} shared {column} value(s), "
+                             f"e.g. {sorted(shared)[0]}; the held-out split would leak")
+
+
+def theta_column(theta: float) -> str:
+    return f"keep_emb_{theta:g}"
+
+
+TASK_RULES = {"raw": "keep_raw", "skill_sig": "keep_skill", "verifier_sig": "keep_verifier"}
+"""The non-embedding dedup rules and their keep-flag columns."""
+
+
+def task_keep_flags(tasks: pl.DataFrame, embeddings: pl.DataFrame, thetas: Sequence[float], theta: float,
+                    block_size: int, task_rule: str = "embedding") -> pl.DataFrame:
+    """One keep flag per dedup rule (Table 15) and per embedding threshold (Table 14).
+
+    Rules walk tasks in ``task_id`` order (a content hash, so the order is fixed and unrelated to
+    generation order). ``keep`` is ``task_rule``'s flag: by default embedding distance > ``theta``.
+    """
+    ordered = tasks.join(embeddings.select("task_id", "embedding"), on="task_id", how="left").sort("task_id")
+    missing = ordered["embedding"].null_count()
+    if missing:
+        raise ValueError(f"{missing} task(s) have no embedding; the embed artifact does not match the tasks")
+    vectors = ordered["embedding"].to_numpy().astype(np.float32, copy=False)
+    keeps = greedy_threshold_keep(vectors, thetas, block_size=block_size)
+    flags = ordered.select("task_id").with_columns(
+        keep_raw=pl.lit(True),
+        keep_skill=pl.Series(first_occurrence_keep(list(zip(ordered["env_s1"], ordered["skill_sig"])))),
+        keep_verifier=pl.Series(first_occurrence_keep(list(zip(ordered["env_s1"], ordered["verifier_sig"])))),
+        **{theta_column(t): pl.Series(keeps[t]) for t in thetas},
+    ).with_columns(keep=pl.col(TASK_RULES.get(task_rule, theta_column(theta))))
+    return tasks.join(flags, on="task_id", how="left", maintain_order="left")
+
+
+def task_dedup_summary(tasks: pl.DataFrame, split: str, thetas: Sequence[float]) -> list[dict[str, Any]]:
+    """Effective D_T under each rule: the rows behind Tables 14 and 15."""
+    rules = [(rule, None, column) for rule, column in TASK_RULES.items()]
+    rules += [("embedding", t, theta_column(t)) for t in thetas]
+    return [{"split": split, "rule": rule, "theta": theta, "column": column,
+             "n_raw": tasks.height, "n_kept": int(tasks[column].sum())} for rule, theta, column in rules]

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from axisrl.budget import BUDGET_KEYS, DEFAULT_CONVENTION, budget_problems, training_budget
-from axisrl.config import ConfigError, StageSpec, canonical_json
+from axisrl.config import ConfigError, canonical_json
 from axisrl.synthesis import CORE_SUFFIX, method_of, synthetic_amounts
 
 AXES = ("d_env", "d_task", "d_traj")
@@ -227,21 +227,6 @@ def plan_rows(designs: Mapping[str, PlannedDesign], study: Mapping[str, Any], do
     return rows
 
 
-@dataclass(frozen=True)
-class PointJobs:
-    """The stage specs of one grid point (all its seeds run in one job each). With the tiny
-    backend one job trains every seed and evaluates it on the held-out pool (a separate evaluate
-    process would spend as long starting up and importing torch as evaluating), so ``train``
-    covers the evaluate settings and ``evaluate`` is None; the GPU backends evaluate in a job of
-    their own (vLLM does not install beside verl), keyed by ``evaluate``."""
-
-    design: Design
-    seeds: tuple[int, ...]
-    run_keys: tuple[str, ...]
-    train: StageSpec
-    evaluate: StageSpec | None
-
-
 def check_designs(designs: Mapping[str, PlannedDesign], train: Mapping[str, Any]) -> None:
     """Designs the data or the budget cannot honour: fewer tasks than environments leaves
     environments unused; a design that cannot execute its training budget (``budget_problems``)."""
@@ -278,45 +263,3 @@ def backend_settings(train: Mapping[str, Any], design: Mapping[str, Any]) -> dic
     unread.update(option for algo, options in ALGO_ONLY.items() if algo != design["algo"] for option in options)
     return {**{k: v for k, v in train.items() if k not in unread}, **training_budget(design, train).trainer_settings(),
             "algo": design["algo"], "width": design["width"], "reward_density": design["reward_density"]}
-
-
-def point_jobs(design: Design, seeds: Sequence[int], hashed: Mapping[str, Any], dedup_key: str,
-               sources_key: str) -> PointJobs:
-    """The train (and, for the GPU backends, evaluate) specs of one design: a plan's grid point or a
-    run the recipe planned, so a recipe design that a family already holds is the same job and
-    trains once. Each spec hashes only what its job reads."""
-    backend = hashed["train"]["backend"]
-    config: dict[str, Any] = {"backend": backend, "design": design.as_dict(),
-                              "settings": backend_settings(hashed["train"], design.as_dict()), "seeds": list(seeds)}
-    if backend == "tiny":
-        config["evaluate"] = {k: hashed["evaluate"][k] for k in ("backend", "seed")}
-    else:
-        config["llm"] = hashed["train"]["llm"]
-    train = StageSpec("train", config,
-                      {"dedup": dedup_key, **({"dedup_sources": sources_key} if design.source != "real" else {})})
-    evaluate = None if backend == "tiny" else StageSpec(
-        "evaluate", {"evaluate": hashed["evaluate"], "llm": hashed["train"]["llm"]}, {"train": train.key})
-    return PointJobs(design, tuple(seeds), tuple(run_key(design.point_key, s) for s in seeds), train, evaluate)
-
-
-def study_jobs(cfg: Mapping[str, Any], hashed: Mapping[str, Any], dedup_key: str, sources_key: str
-               ) -> tuple[StageSpec, list[dict[str, Any]], dict[str, PointJobs], StageSpec]:
-    """Plan spec and rows, the train jobs, and the collect spec. Jobs are keyed by point key, and
-    a design's second seed batch (``seed_batches``) by ``<point key>+1``.
-
-    ``hashed`` is the config with speed-only options removed (what keys cover). Only mixture designs
-    depend on the synthetic sources (``sources_key``, the dedup_sources stage), so changing a
-    source never retrains a real-only run.
-    """
-    designs = plan_designs(cfg["study"])
-    check_designs(designs, cfg["train"])
-    plan_spec = StageSpec("plan", {"domain": hashed["domain"], "study": hashed["study"]})
-    points = {}
-    for point_key, planned in designs.items():
-        for batch, seeds in enumerate(seed_batches(cfg["study"], planned)):
-            job = point_key if batch == 0 else f"{point_key}+{batch}"
-            points[job] = point_jobs(planned.design, seeds, hashed, dedup_key, sources_key)
-    keys = sorted((p.evaluate or p.train).key for p in points.values())
-    collect = StageSpec("collect", {}, {"plan": plan_spec.key,
-                                        "runs": hashlib.sha256(",".join(keys).encode()).hexdigest()[:12]})
-    return plan_spec, plan_rows(designs, cfg["study"], cfg["domain"]), points, collect

@@ -1,33 +1,29 @@
-"""Run a stage function for a Snakemake ``script:`` job: log to the job's log, fail in one line.
+"""Run a Snakemake ``script:`` job's stage: log to the job's log, fail in one line.
 
-The only module that touches the ``snakemake`` object, and only through duck typing, so the
-stages stay free of Snakemake and the scripts in ``workflow/scripts/`` stay one call long. The
-scripts name their stage instead of importing it, so a job the warm server runs (``axisrl.warm``)
-imports nothing heavy in its own process.
+The only module that touches the ``snakemake`` object, and only through duck typing, so the stages
+stay free of Snakemake and every rule's script is the same one-line shim
+(``workflow/scripts/stage.py``). A job's stage is its rule's name; the job's process imports nothing
+heavy itself, so a job the warm server runs (``axisrl.warm``) pays for no import.
 """
 
 from __future__ import annotations
 
 import logging
-import os
 import sys
 from collections.abc import Mapping
 from typing import Any
 
 from axisrl import warm
+from axisrl.threads import limit_threads
 
 CALL_STAGE = "axisrl.scripting:call_stage"
-THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 
 
-def run_stage(job: Any, stage: str) -> None:
-    """Call ``axisrl.stages.<stage>(spec, settings, inputs, outputs)`` with the job's named params
-    and files: in a child of the warm server when one answers, else in this process. Math libraries
-    get the job's ``threads`` unless the environment already says otherwise: torch would otherwise
-    take every core of the machine, whatever the job claimed."""
-    for name in THREAD_VARIABLES:
-        os.environ.setdefault(name, str(job.threads))
-    args = (stage, job.params.spec, job.params.settings, _files(job.input), _files(job.output))
+def run_stage(job: Any) -> None:
+    """Run the stage named by ``job.rule`` with the job's named params and files: in a child of the
+    warm server when one answers, else in this process, with the job's ``threads`` for math libraries."""
+    limit_threads(job.threads)
+    args = (job.rule, job.params.spec, job.params.settings, _files(job.input), _files(job.output))
     if warm.enabled(job.threads):
         status = warm.run(CALL_STAGE, args, job.log[0])
         if status:
@@ -37,15 +33,15 @@ def run_stage(job: Any, stage: str) -> None:
     warm.run_here(CALL_STAGE, args, job.log[0])
 
 
-def call_stage(stage: str, spec: Any, settings: Mapping[str, Any], inputs: Mapping[str, Any],
+def call_stage(rule: str, spec: Any, settings: Mapping[str, Any], inputs: Mapping[str, Any],
                outputs: Mapping[str, Any]) -> None:
-    """``axisrl.stages.<stage>``; a bad input ends the job with one error line, not a traceback."""
-    from axisrl import stages
+    """The stage of ``rule``; a bad input ends the job with one error line, not a traceback."""
     from axisrl.artifacts import ArtifactError
     from axisrl.datasets import PoolTooSmall
+    from axisrl.stages import job_function
 
     try:
-        getattr(stages, stage)(spec, settings, inputs, outputs)
+        job_function(rule, settings)(spec, settings, inputs, outputs)
     except (ArtifactError, PoolTooSmall) as exc:
         logging.getLogger("axisrl").error("%s", exc)
         sys.exit(1)

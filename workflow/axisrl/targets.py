@@ -1,5 +1,11 @@
-"""Names of the analysis outputs and the paper's tables and figures: plain constants, so the
-Snakefile can declare every target at parse time without importing the analysis libraries."""
+"""The report targets: every table and figure of the paper, with the frames each is made from and the
+function that computed them. Plain data (functions named as ``module:function``), so the Snakefile
+declares every target at parse time without importing the analysis libraries; a test resolves every
+name."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
 
 LAW_FRAMES = ("axis_fits", "points", "local_slopes", "trends", "loo", "bootstrap", "ordering", "joint",
               "interaction", "table2", "table4", "table5", "table7", "table8", "table10", "table11", "table12",
@@ -49,3 +55,64 @@ RECIPE_TABLES = {
 VALIDATE_FRAMES = ("measured", "efficiency")
 """Every frame the ``validate`` stage writes: the strategy runs' measured success against their
 pre-registered predictions, and the recipe's compute efficiency over each baseline."""
+
+
+class Target(NamedTuple):
+    """One table or figure. ``frames``: argument -> (stage, frame) it is drawn from (``optional`` ones
+    only when the recipe is on); ``make``: the function that turns them into the target (called with
+    the frames, ``options`` read from the config at the given paths, and the output paths);
+    ``computed_by``: for a table copied from a stage's frame, the function that computed that frame."""
+
+    title: str
+    frames: dict[str, tuple[str, str]]
+    make: str
+    options: dict[str, str] = {}
+    computed_by: str = ""
+    optional: tuple[str, ...] = ()
+    needs_recipe: bool = False
+
+
+COPY = "axisrl.report.tables:readable"
+COMPUTED_BY = {
+    "table2": "axisrl.laws.axis:fit_axes_by", "table4": "axisrl.laws.tables:calibration_table",
+    "table5": "axisrl.laws.tables:held_axis_table", "table7": "axisrl.laws.tables:pool_construction_table",
+    "table8": "axisrl.laws.tables:worlds_variants_table", "table10": "axisrl.laws.tables:budget_convention_table",
+    "table11": "axisrl.laws.tables:subset_fit_table", "table12": "axisrl.laws.axis:local_slopes",
+    "table13": "axisrl.laws.axis:fit_axes_by", "table14": "axisrl.laws.tables:task_dedup_table",
+    "table15": "axisrl.laws.tables:task_dedup_table",
+    **dict.fromkeys(PRICING_TABLES, "axisrl.pricing:pricing_tables"),
+    "table18": "axisrl.recipe.study:drivers_table", "table19": "axisrl.recipe.study:progression_table",
+    "table20": "axisrl.recipe.study:exponent_table", "table21": "axisrl.recipe.study:perturbation_table",
+}
+"""Which library function computed each copied table's frame (inside its stage's run)."""
+
+TABLES: dict[str, Target] = {
+    **{name: Target(title, {"frame": ("laws", name)}, COPY, computed_by=COMPUTED_BY[name])
+       for name, title in LAW_TABLES.items()},
+    **{name: Target(title, {"frame": ("pricing", name)}, COPY, computed_by=COMPUTED_BY[name])
+       for name, title in PRICING_TABLES.items()},
+    **{name: Target(title, {"frame": ("recipe", name)}, COPY, computed_by=COMPUTED_BY[name], needs_recipe=True)
+       for name, title in RECIPE_TABLES.items()},
+    "table9": Target(TABLE9_TITLE, {"runs": ("collect", "runs"), "measured": ("validate", "measured")},
+                     "axisrl.report.tables:table9", {"costs": "recipe.cost", "domain": "domain", "train": "train"},
+                     optional=("measured",)),
+}
+"""Every table target (``results/tables/<name>.md`` and ``.csv``) by name; each has a rule of that name."""
+
+FIGURES: dict[str, Target] = {
+    "fig1": Target("Figure 1: measured against predicted success of the strategy runs",
+                   {"measured": ("validate", "measured")}, "axisrl.report.figures:figure1", needs_recipe=True),
+    "fig2": Target("Figure 2: per-axis scaling laws",
+                   {"points": ("laws", "points"), "fits": ("laws", "axis_fits"), "trends": ("laws", "trends")},
+                   "axisrl.report.figures:figure2"),
+    "fig3": Target("Figure 3: environment x task interaction at iso-cost", {"runs": ("collect", "runs")},
+                   "axisrl.report.figures:interaction_figure",
+                   {"tier": "laws.tier", "cost_per_env": "report.cost_per_env", "cost_per_task": "report.cost_per_task"}),
+    "fig4": Target("Figure 4: synthesis collapse", {"curves": ("pricing", "curves"), "collapse": ("pricing", "collapse")},
+                   "axisrl.report.figures:figure4", {"threshold": "pricing.threshold"}),
+    "fig5": Target("Figure 5: the compute-optimal recipe",
+                   {"path": ("recipe", "path"), "exponents": ("recipe", "exponents"), "curves": ("recipe", "curves"),
+                    "measured": ("validate", "measured")}, "axisrl.report.figures:figure5", needs_recipe=True),
+}
+"""Every figure target (``results/figures/<name>.png`` and ``.pdf``, captioned by
+``workflow/report/<name>.rst``) by name; each has a rule of that name."""

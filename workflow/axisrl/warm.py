@@ -35,6 +35,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from axisrl.threads import limit_threads
+
 PRELOAD = ("numpy", "scipy.optimize", "scipy.stats", "torch", "matplotlib.pyplot")
 IDLE_SECONDS = 120.0
 CLUSTER_VARIABLES = ("SLURM_JOB_ID", "PBS_JOBID", "LSB_JOBID")
@@ -137,8 +139,7 @@ def serve(path: str | Path) -> None:
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(str(path))
     listener.listen(64)
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
-    os.environ.setdefault("MKL_NUM_THREADS", "1")
+    limit_threads(1)  # what the preloaded math libraries start with; a job may only ever have one
     for module in PRELOAD:
         try:
             importlib.import_module(module)

@@ -15,7 +15,6 @@ rule catalog:
     conda:
         "../../envs/core.yaml"
     params:
-        spec=CATALOG_SPEC,
-        settings={"results": RESULTS},
+        **stage_params("catalog"),
     script:
-        "../scripts/catalog.py"
+        "../scripts/stage.py"

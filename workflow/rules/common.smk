@@ -1,24 +1,16 @@
-# Config validation, stage keys and paths: everything the rules look up, computed once at parse time.
+# Input functions and targets. Every key, and what each stage's job is handed, comes from the stage
+# registry (workflow/axisrl/stages/registry.py); every table and figure from axisrl/targets.py.
 import functools
 
-from axisrl.budget import TRAIN_KEYS, visits_per_run
-from axisrl.config import (
-    ConfigError,
-    StageSpec,
-    hashed_part,
-    load_yaml,
-    stage_specs,
-    validate_config,
-)
-from axisrl.plan import Design, point_jobs, pricing_points, study_jobs
+from axisrl.config import ConfigError, hashed_part, load_yaml, validate_config
+from axisrl.plan import Design
+from axisrl.stages import STAGES, episodes_stage, point_jobs, study, value_at
 from axisrl.targets import (
+    FIGURES,
     LAW_FRAMES,
-    LAW_TABLES,
     PRICING_FRAMES,
-    PRICING_TABLES,
     RECIPE_FRAMES,
-    RECIPE_TABLES,
-    TABLE9_TITLE,
+    TABLES,
     VALIDATE_FRAMES,
 )
 
@@ -27,86 +19,38 @@ SCHEMA = load_yaml(f"{workflow.basedir}/config/schema.yaml")
 
 try:
     CONFIG = validate_config(config, SCHEMA)
-    SPECS = stage_specs(CONFIG, SCHEMA)
-    PLAN_SPEC, PLAN_ROWS, POINTS, COLLECT_SPEC = study_jobs(
-        CONFIG,
-        hashed_part(CONFIG, SCHEMA),
-        SPECS["dedup"].key,
-        SPECS["dedup_sources"].key,
-    )
+    STUDY = study(CONFIG, SCHEMA)
 except ConfigError as error:
     raise WorkflowError(str(error)) from None
 
-PLAN_RUNS = f"{RESULTS}/plan/{PLAN_SPEC.key}/runs.parquet"
-"""Rules that fan in over thousands of jobs name their inputs by path, not by ``rules.x.output``:
-Snakemake hashes every input list once per rule-reference it holds, which is quadratic at 5,000 runs."""
-COLLECT_DIR = f"{RESULTS}/collect/{COLLECT_SPEC.key}"
-LAWS_SPEC = StageSpec(
-    "laws", hashed_part(CONFIG, SCHEMA)["laws"], {"collect": COLLECT_SPEC.key}
-)
-LAWS_DIR = f"{RESULTS}/laws/{LAWS_SPEC.key}"
-PRICING_POINTS = [
-    {
-        "point_key": point.design.point_key,
-        "source": point.source,
-        "axis": point.axis,
-        "real_amount": point.real_amount,
-        "role": point.role,
-        "ratio": point.ratio,
-        "multiple": point.multiple,
-    }
-    for point in pricing_points(CONFIG["study"])
-]
-UNIT_COSTS = {
-    method: values["unit_cost"]
-    for method, values in CONFIG["sources"]["methods"].items()
-}
-PRICING_SPEC = StageSpec(
-    "pricing",
-    {"pricing": hashed_part(CONFIG, SCHEMA)["pricing"], "unit_costs": UNIT_COSTS},
-    {"collect": COLLECT_SPEC.key},
-)
-PRICING_DIR = f"{RESULTS}/pricing/{PRICING_SPEC.key}"
-RECIPE_TRAIN = {key: CONFIG["train"][key] for key in TRAIN_KEYS["charged_flops"]}
-"""The training-budget keys the recipe reads: its cost model's visits per run and its strategy runs' budgets."""
-RECIPE_SPEC = StageSpec(
-    "recipe",
-    {
-        "recipe": hashed_part(CONFIG, SCHEMA)["recipe"],
-        "domain": CONFIG["domain"],
-        "seeds": CONFIG["study"]["seeds"],
-        "train": RECIPE_TRAIN,
-    },
-    {"collect": COLLECT_SPEC.key},
-)
-RECIPE_DIR = f"{RESULTS}/recipe/{RECIPE_SPEC.key}"
-VALIDATE_SPEC = StageSpec("validate", {}, {"recipe": RECIPE_SPEC.key})
-VALIDATE_DIR = f"{RESULTS}/validate/{VALIDATE_SPEC.key}"
-TRAIN = {point.train.key: point for point in POINTS.values()}
-EVALUATE = {point.evaluate.key: point for point in POINTS.values() if point.evaluate}
+HASHED = hashed_part(CONFIG, SCHEMA)
 TRAIN_BACKEND = CONFIG["train"]["backend"]
-EPISODES_STAGE = "train" if TRAIN_BACKEND == "tiny" else "evaluate"
-"""The tiny backend evaluates in its train job; the GPU backends in an evaluate job of their own."""
 GPU_RESOURCES = CONFIG["resources"]
-CATALOG_SPEC = StageSpec(
-    "catalog",
-    {},
-    {
-        "collect": COLLECT_SPEC.key,
-        "laws": LAWS_SPEC.key,
-        "pricing": PRICING_SPEC.key,
-        **{s: v.key for s, v in SPECS.items()},
-    },
-)
+TRAIN = {point.train.key: point for point in STUDY.points.values()}
+EVALUATE = {
+    point.evaluate.key: point for point in STUDY.points.values() if point.evaluate
+}
 
 
 def stage_dir(stage):
     """results/<stage>/<key>: where a stage's artifacts for the current config live."""
-    return f"{RESULTS}/{stage}/{SPECS[stage].key}"
+    return f"{RESULTS}/{stage}/{STUDY.specs[stage].key}"
 
 
 def stage_log(stage):
-    return f"{RESULTS}/logs/{stage}/{SPECS[stage].key}.log"
+    return f"{RESULTS}/logs/{stage}/{STUDY.specs[stage].key}.log"
+
+
+def stage_params(stage):
+    """A study-level stage's job: its spec and the settings the registry says it reads."""
+    return {"spec": STUDY.specs[stage], "settings": STAGES[stage].settings(CONFIG)}
+
+
+PLAN_RUNS = f"{stage_dir('plan')}/runs.parquet"
+"""Rules that fan in over thousands of jobs name their inputs by path, not by ``rules.x.output``:
+Snakemake hashes every input list once per rule-reference it holds, which is quadratic at 5,000 runs."""
+COLLECT_DIR = stage_dir("collect")
+EPISODES_STAGE = episodes_stage(TRAIN_BACKEND)
 
 
 wildcard_constraints:
@@ -130,13 +74,7 @@ def _strategy_points(path):
         pl.read_parquet(path).unique("point_key", maintain_order=True).select(fields)
     )
     jobs = [
-        point_jobs(
-            Design(**row),
-            CONFIG["study"]["seeds"],
-            hashed_part(CONFIG, SCHEMA),
-            SPECS["dedup"].key,
-            SPECS["dedup_sources"].key,
-        )
+        point_jobs(Design(**row), CONFIG["study"]["seeds"], HASHED, STUDY.specs)
         for row in designs.iter_rows(named=True)
     ]
     return {point.train.key: point for point in jobs}
@@ -184,24 +122,14 @@ def training_pool(wildcards):
     return files
 
 
-def train_params(wildcards):
-    """What a train job reads: the tiny one also evaluates, a verl one sizes itself to its node."""
+def train_settings(wildcards):
+    """A grid point's train settings; a GPU job trains one of its seeds (a verl run takes a node for days)."""
     point = point_of_train(wildcards.train_key)
-    settings = {
-        "train": CONFIG["train"],
-        "domain": CONFIG["domain"],
-        "sources": CONFIG["sources"] if point.design.source != "real" else None,
-        "design": point.design.as_dict(),
-        "seeds": list(point.seeds),
-        "run_keys": list(point.run_keys),
-    }
-    if TRAIN_BACKEND == "tiny":
-        settings["evaluate"] = CONFIG["evaluate"]
-    else:  # one job per seed: a verl run takes a node for days
+    settings = STAGES["train"].settings(CONFIG, design=point.design, seeds=point.seeds)
+    if TRAIN_BACKEND != "tiny":
         seed = int(wildcards.seed)
         settings["seeds"] = [seed]
         settings["run_keys"] = [point.run_keys[point.seeds.index(seed)]]
-        settings["resources"] = GPU_RESOURCES["train"]
     return settings
 
 
@@ -209,15 +137,9 @@ def evaluate_spec(wildcards):
     return point_of_evaluate(wildcards.eval_key).evaluate
 
 
-def evaluate_params(wildcards):
+def evaluate_settings(wildcards):
     point = point_of_evaluate(wildcards.eval_key)
-    return {
-        "evaluate": CONFIG["evaluate"],
-        "llm": CONFIG["train"]["llm"],
-        "domain": CONFIG["domain"],
-        "seeds": list(point.seeds),
-        "run_keys": list(point.run_keys),
-    }
+    return STAGES["evaluate"].settings(CONFIG, design=point.design, seeds=point.seeds)
 
 
 def models_of(wildcards):
@@ -239,11 +161,11 @@ def train_runs_of(point):
 
 
 def all_train_runs():
-    return [path for point in POINTS.values() for path in train_runs_of(point)]
+    return [path for point in STUDY.points.values() for path in train_runs_of(point)]
 
 
 def all_episodes():
-    return [episodes_path(point) for point in POINTS.values()]
+    return [episodes_path(point) for point in STUDY.points.values()]
 
 
 def validate_inputs(wildcards):
@@ -259,28 +181,38 @@ def validate_inputs(wildcards):
     }
 
 
-def table9_inputs(wildcards):
-    """The collected runs, and the strategy runs' accounting when the recipe is on."""
-    inputs = {"runs": f"{COLLECT_DIR}/runs.parquet"}
-    if CONFIG["recipe"]["enabled"]:
-        inputs["measured"] = f"{VALIDATE_DIR}/measured.parquet"
-    return inputs
+def target_inputs(target):
+    """The frames a table or figure is made from (the optional ones when the recipe is on)."""
+    return {
+        name: f"{stage_dir(stage)}/{frame}.parquet"
+        for name, (stage, frame) in target.frames.items()
+        if name not in target.optional or CONFIG["recipe"]["enabled"]
+    }
 
 
-TABLE9_SETTINGS = {
-    "table": "table9",
-    "title": TABLE9_TITLE,
-    "cost": CONFIG["recipe"]["cost"].get(CONFIG["domain"], {}),
-    "visits": visits_per_run(CONFIG["train"]),
-}
+def target_params(name, target):
+    """A table or figure job: no key of its own, its name and the config values it reads."""
+    options = {
+        option: value_at(CONFIG, path) for option, path in target.options.items()
+    }
+    return {"spec": None, "settings": {"name": name, "options": options}}
 
 
-def recipe_targets():
-    """The recipe's tables and Figures 1 and 5, when the recipe is on."""
-    if not CONFIG["recipe"]["enabled"]:
-        return []
-    return [f"{RESULTS}/tables/{name}.md" for name in RECIPE_TABLES] + [
-        f"{RESULTS}/figures/{name}.{ext}"
-        for name in ("fig1", "fig5")
-        for ext in ("png", "pdf")
+def wanted(target):
+    return CONFIG["recipe"]["enabled"] or not target.needs_recipe
+
+
+def final_outputs():
+    """Every target of the study: the collected runs, every table and figure (the recipe's when it
+    is on) and the catalog."""
+    return [
+        f"{COLLECT_DIR}/runs.parquet",
+        *(f"{RESULTS}/tables/{name}.md" for name, t in TABLES.items() if wanted(t)),
+        *(
+            f"{RESULTS}/figures/{name}.{ext}"
+            for name, t in FIGURES.items()
+            if wanted(t)
+            for ext in ("png", "pdf")
+        ),
+        f"{RESULTS}/catalog.parquet",
     ]

@@ -14,10 +14,9 @@ rule embed:
         mem_mb=4000,
         runtime=60,
     params:
-        spec=SPECS["embed"],
-        settings=CONFIG["dedup"]["embedding"],
+        **stage_params("embed"),
     script:
-        "../scripts/embed.py"
+        "../scripts/stage.py"
 
 
 rule dedup:
@@ -47,10 +46,9 @@ rule dedup:
         mem_mb=4000,
         runtime=30,
     params:
-        spec=SPECS["dedup"],
-        settings={**CONFIG["dedup"], "domain": CONFIG["domain"]},
+        **stage_params("dedup"),
     script:
-        "../scripts/dedup.py"
+        "../scripts/stage.py"
 
 
 rule dedup_sources:
@@ -74,7 +72,6 @@ rule dedup_sources:
         mem_mb=4000,
         runtime=30,
     params:
-        spec=SPECS["dedup_sources"],
-        settings=CONFIG["dedup"],
+        **stage_params("dedup_sources"),
     script:
-        "../scripts/dedup_sources.py"
+        "../scripts/stage.py"

@@ -3,9 +3,9 @@ rule laws:
         runs=rules.collect.output.runs,
         episodes=rules.collect.output.episodes,
     output:
-        **{name: f"{LAWS_DIR}/{name}.parquet" for name in LAW_FRAMES},
+        **{name: f"{stage_dir('laws')}/{name}.parquet" for name in LAW_FRAMES},
     log:
-        f"{RESULTS}/logs/laws/{LAWS_SPEC.key}.log",
+        stage_log("laws"),
     conda:
         "../../envs/core.yaml"
     threads: 1
@@ -13,7 +13,6 @@ rule laws:
         mem_mb=2000,
         runtime=30,
     params:
-        spec=LAWS_SPEC,
-        settings=CONFIG["laws"],
+        **stage_params("laws"),
     script:
-        "../scripts/laws.py"
+        "../scripts/stage.py"

@@ -2,9 +2,9 @@ rule pricing:
     input:
         runs=rules.collect.output.runs,
     output:
-        **{name: f"{PRICING_DIR}/{name}.parquet" for name in PRICING_FRAMES},
+        **{name: f"{stage_dir('pricing')}/{name}.parquet" for name in PRICING_FRAMES},
     log:
-        f"{RESULTS}/logs/pricing/{PRICING_SPEC.key}.log",
+        stage_log("pricing"),
     conda:
         "../../envs/core.yaml"
     threads: 1
@@ -12,11 +12,6 @@ rule pricing:
         mem_mb=2000,
         runtime=30,
     params:
-        spec=PRICING_SPEC,
-        settings={
-            "points": PRICING_POINTS,
-            "unit_costs": UNIT_COSTS,
-            "pricing": CONFIG["pricing"],
-        },
+        **stage_params("pricing"),
     script:
-        "../scripts/pricing.py"
+        "../scripts/stage.py"

@@ -5,9 +5,9 @@ checkpoint recipe:
         envs=f"{stage_dir('dedup')}/envs.parquet",
         tasks=f"{stage_dir('dedup')}/tasks.parquet",
     output:
-        **{name: f"{RECIPE_DIR}/{name}.parquet" for name in RECIPE_FRAMES},
+        **{name: f"{stage_dir('recipe')}/{name}.parquet" for name in RECIPE_FRAMES},
     log:
-        f"{RESULTS}/logs/recipe/{RECIPE_SPEC.key}.log",
+        stage_log("recipe"),
     conda:
         "../../envs/core.yaml"
     threads: 1
@@ -15,24 +15,18 @@ checkpoint recipe:
         mem_mb=2000,
         runtime=30,
     params:
-        spec=RECIPE_SPEC,
-        settings={
-            "recipe": CONFIG["recipe"],
-            "domain": CONFIG["domain"],
-            "seeds": CONFIG["study"]["seeds"],
-            "train": RECIPE_TRAIN,
-        },
+        **stage_params("recipe"),
     script:
-        "../scripts/recipe.py"
+        "../scripts/stage.py"
 
 
 rule validate:
     input:
         unpack(validate_inputs),
     output:
-        **{name: f"{VALIDATE_DIR}/{name}.parquet" for name in VALIDATE_FRAMES},
+        **{name: f"{stage_dir('validate')}/{name}.parquet" for name in VALIDATE_FRAMES},
     log:
-        f"{RESULTS}/logs/validate/{VALIDATE_SPEC.key}.log",
+        stage_log("validate"),
     conda:
         "../../envs/core.yaml"
     threads: 1
@@ -40,11 +34,6 @@ rule validate:
         mem_mb=2000,
         runtime=30,
     params:
-        spec=VALIDATE_SPEC,
-        settings={
-            "recipe": CONFIG["recipe"],
-            "seeds": CONFIG["study"]["seeds"],
-            "episodes_stage": EPISODES_STAGE,
-        },
+        **stage_params("validate"),
     script:
-        "../scripts/validate.py"
+        "../scripts/stage.py"

@@ -2,15 +2,14 @@ rule plan:
     output:
         runs=PLAN_RUNS,
     log:
-        f"{RESULTS}/logs/plan/{PLAN_SPEC.key}.log",
+        stage_log("plan"),
     conda:
         "../../envs/core.yaml"
     threads: 1
     params:
-        spec=PLAN_SPEC,
-        settings={"runs": PLAN_ROWS},
+        **stage_params("plan"),
     script:
-        "../scripts/plan.py"
+        "../scripts/stage.py"
 
 
 if TRAIN_BACKEND == "tiny":
@@ -35,9 +34,9 @@ if TRAIN_BACKEND == "tiny":
             runtime=60,
         params:
             spec=train_spec,
-            settings=train_params,
+            settings=train_settings,
         script:
-            "../scripts/train.py"
+            "../scripts/stage.py"
 
 else:
 
@@ -61,9 +60,9 @@ else:
             runtime=GPU_RESOURCES["train"]["runtime"],
         params:
             spec=train_spec,
-            settings=train_params,
+            settings=train_settings,
         script:
-            "../scripts/train_verl.py"
+            "../scripts/stage.py"
 
     rule evaluate:
         input:
@@ -85,9 +84,9 @@ else:
             runtime=GPU_RESOURCES["evaluate"]["runtime"],
         params:
             spec=evaluate_spec,
-            settings=evaluate_params,
+            settings=evaluate_settings,
         script:
-            "../scripts/evaluate_vllm.py"
+            "../scripts/stage.py"
 
 
 rule collect:
@@ -99,12 +98,11 @@ rule collect:
         runs=f"{COLLECT_DIR}/runs.parquet",
         episodes=f"{COLLECT_DIR}/episodes.parquet",
     log:
-        f"{RESULTS}/logs/collect/{COLLECT_SPEC.key}.log",
+        stage_log("collect"),
     conda:
         "../../envs/core.yaml"
     threads: 1
     params:
-        spec=COLLECT_SPEC,
-        settings={"episodes_stage": EPISODES_STAGE},
+        **stage_params("collect"),
     script:
-        "../scripts/collect.py"
+        "../scripts/stage.py"

@@ -15,10 +15,9 @@ rule synthesize:
         mem_mb=2000,
         runtime=30,
     params:
-        spec=SPECS["synthesize"],
-        settings={"domain": CONFIG["domain"], "synthesize": CONFIG["synthesize"]},
+        **stage_params("synthesize"),
     script:
-        "../scripts/synthesize.py"
+        "../scripts/stage.py"
 
 
 rule sources:
@@ -40,11 +39,6 @@ rule sources:
         mem_mb=2000,
         runtime=30,
     params:
-        spec=SPECS["sources"],
-        settings={
-            "sources": CONFIG["sources"],
-            "methods": CONFIG["study"]["families"]["mixtures"]["methods"],
-            "common_core": CONFIG["study"]["families"]["mixtures"]["common_core"],
-        },
+        **stage_params("sources"),
     script:
-        "../scripts/synthesize_sources.py"
+        "../scripts/stage.py"

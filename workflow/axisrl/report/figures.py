@@ -209,6 +209,16 @@ def interaction_grid(runs: pl.DataFrame, tier: str, cost_per_env: float, cost_pe
     ).sort("d_env", "d_task")
 
 
+def interaction_figure(runs: pl.DataFrame, tier: str, cost_per_env: float, cost_per_task: float, png: Path | str,
+                       pdf: Path | str) -> None:
+    """Figure 3 from the collected runs (``interaction_grid``), or a panel saying the study has none."""
+    grid = interaction_grid(runs, tier, cost_per_env, cost_per_task)
+    if grid.height:
+        figure3(grid, png, pdf)
+    else:
+        placeholder("Figure 3: this study has no interaction-family runs (study.families.interaction)", png, pdf)
+
+
 def placeholder(message: str, png: Path, pdf: Path) -> None:
     """A figure target whose study has no runs to draw: an empty panel that says why."""
     with style.figure_style():
@@ -218,11 +228,14 @@ def placeholder(message: str, png: Path, pdf: Path) -> None:
     style.save(fig, png, pdf)
 
 
-def figure4(curves: pl.DataFrame, collapse: pl.DataFrame, threshold: float,
-            png_path: Path | str, pdf_path: Path | str) -> None:
+def figure4(curves: pl.DataFrame, collapse: pl.DataFrame, threshold: float, png: Path | str, pdf: Path | str) -> None:
     """Synthesis collapse per axis (paper Figure 4): normalised held-out success ``s(r)`` against
     the synthetic-to-real ratio (log x), one panel per axis and one series per source and real
-    amount, with the fitted logistic and a dashed line at each uncensored ``r*``."""
+    amount, with the fitted logistic and a dashed line at each uncensored ``r*``. A study without
+    mixture runs gets a panel that says so."""
+    if "ratio" not in curves.columns:
+        placeholder("Figure 4: this study has no mixture runs (study.families.mixtures)", png, pdf)
+        return
     from axisrl.pricing import logistic
 
     _require(curves, ("source", "axis", "real_amount", "ratio", "s", "s_lo", "s_hi"), "curves")
@@ -254,7 +267,7 @@ def figure4(curves: pl.DataFrame, collapse: pl.DataFrame, threshold: float,
             panel.set_xlabel(f"synthetic-to-real ratio $r$ on {style.AXIS_LABELS[axis]}")
             panel.legend(loc="lower left")
         panels[0][0].set_ylabel("success relative to real-only, $p(r)/p(0)$")
-    style.save(fig, png_path, pdf_path)
+    style.save(fig, png, pdf)
 
 
 RECIPE_AXIS_ORDER = ("width", "d_env", "d_task", "d_traj")

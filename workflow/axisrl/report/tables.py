@@ -1,31 +1,36 @@
 """Tables as polars frames, written as Markdown (to read) and CSV (to reuse).
 
-Each ``tableN`` function takes the collected runs (``collect``'s ``runs.parquet``) and returns the
-frame; ``write_table`` writes it. Rows come only from measured runs: a design the study did not
+Most tables are a stage's frame made readable (``readable``); Table 9 is built here from the collected
+runs; ``write_table`` writes each. Rows come only from measured runs: a design the study did not
 run is absent, never filled in.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 
-from axisrl.recipe.cost import CostModel
-from axisrl.recipe.study import accounting, with_charged_compute
-from axisrl.targets import LAW_TABLES, PRICING_TABLES, RECIPE_TABLES
+from axisrl.budget import visits_per_run
+from axisrl.recipe.study import accounting, cost_model, drivers_table, with_charged_compute
 
 
 DESIGN_COLUMNS = ("d_env", "d_task", "d_traj", "width", "budget")
 
 
-def table9(runs: pl.DataFrame, model: CostModel | None, measured: pl.DataFrame | None = None) -> pl.DataFrame:
+def table9(runs: pl.DataFrame, costs: Mapping[str, Any], domain: str, train: Mapping[str, Any],
+           measured: pl.DataFrame | None = None) -> pl.DataFrame:
     """Training-signal accounting (the paper's Table 9, as a check): per point of every one-axis sweep
     and per strategy and validation run, the mean over seeds of task visits (cells), distinct tasks
     and environments seen, trajectories, rollout steps (env steps, the rollout tokens), gradient
     steps (decisions in the loss), updates, executed FLOPs, the compute its budget is charged (the
-    cost model's executed part, declared synthesis prices excluded) and their ratio, so a reader
-    sees what moving along an axis or up a compute level actually bought."""
+    domain's cost model ``costs[domain]`` over the runs' measured drivers, declared synthesis prices
+    excluded; none without a cost model) and their ratio, so a reader sees what moving along an axis
+    or up a compute level actually bought."""
+    cost = costs.get(domain, {})
+    model = cost_model(cost, drivers_table(runs).row(0, named=True), visits_per_run(train)) if cost else None
     sweeps = (with_charged_compute(runs.filter(pl.col("sweeps").list.len() > 0), model)
               .explode("sweeps").rename({"sweeps": "row"}))
     table = accounting(sweeps, ["row", *DESIGN_COLUMNS])
@@ -38,13 +43,8 @@ def table9(runs: pl.DataFrame, model: CostModel | None, measured: pl.DataFrame |
 
 
 def readable(frame: pl.DataFrame) -> pl.DataFrame:
-    """A ``laws``, ``pricing`` or ``recipe`` result as a table: columns that are null throughout are dropped."""
+    """A ``laws``, ``pricing`` or ``recipe`` frame as a table: columns that are null throughout are dropped."""
     return frame.select(column for column in frame.columns if frame[column].null_count() < frame.height)
-
-
-TABLES = dict.fromkeys({**LAW_TABLES, **PRICING_TABLES, **RECIPE_TABLES}, readable)
-"""Target name -> builder from its source frame; every entry has a rule of the same name (and so does
-``table9``, built from the collected runs and the strategy runs by ``table9``)."""
 
 
 def write_table(frame: pl.DataFrame, markdown: str | Path, csv: str | Path, title: str) -> None:

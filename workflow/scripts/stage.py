@@ -1,3 +1,3 @@
 from axisrl.scripting import run_stage
 
-run_stage(snakemake, "synthesize")
+run_stage(snakemake)

@@ -1,0 +1,120 @@
+"""The stage registry: what a stage reads is what its key covers, every rule reaches its function by
+its name, every report target names functions that exist, and config/README.md's key table is the
+registry's."""
+
+import copy
+import re
+
+import pytest
+
+from axisrl.config import hashed_part, load_yaml, validate_config
+from axisrl.stages import STAGES, job_function, key_table, study
+from axisrl.stages.registry import project
+from axisrl.stages.report import resolve
+from axisrl.targets import FIGURES, TABLES
+
+from conftest import DEFAULT_CONFIG, ROOT as REPO
+
+STUDY_LEVEL = [name for name in STAGES if name not in ("train", "evaluate")]
+
+
+@pytest.fixture()
+def config(schema) -> dict:
+    return validate_config(load_yaml(DEFAULT_CONFIG), schema)
+
+
+def _schema_has(schema: dict, path: str) -> bool:
+    node = schema
+    for part in path.split("."):
+        properties = node.get("properties", {})
+        if part == "*":
+            node = node.get("additionalProperties") or next(iter(properties.values()), None)
+        else:
+            node = properties.get(part)
+        if not isinstance(node, dict):
+            return False
+    return True
+
+
+@pytest.mark.parametrize("name", list(STAGES))
+def test_every_path_a_stage_reads_is_in_the_schema(name, schema):
+    missing = [path for path in STAGES[name].reads if not _schema_has(schema, path)]
+    assert not missing, f"{name} reads {missing}, which config/schema.yaml does not define"
+
+
+@pytest.mark.parametrize("name", STUDY_LEVEL)
+def test_a_job_is_handed_what_its_key_covers(name, config, schema):
+    """The key hashes the job's settings as read from the hashed config: only speed-only options differ."""
+    spec = study(config, schema).specs[name]
+    assert STAGES[name].settings(hashed_part(config, schema)) == spec.config
+
+
+def test_a_speed_only_option_reaches_the_job_but_not_the_key(config, schema):
+    faster = copy.deepcopy(config)
+    faster["dedup"]["block_size"] = 17
+    assert STAGES["dedup"].settings(faster)["dedup"]["block_size"] == 17
+    assert study(faster, schema).specs["dedup"].key == study(config, schema).specs["dedup"].key
+
+
+def test_a_stage_key_moves_with_what_it_reads_and_nothing_else(config, schema):
+    base = study(config, schema).specs
+    changed = copy.deepcopy(config)
+    changed["laws"]["n_boot"] = 10
+    moved = study(changed, schema).specs
+    assert sorted(s for s in base if base[s].key != moved[s].key) == ["catalog", "laws"]
+    changed = copy.deepcopy(config)
+    changed["pricing"]["threshold"] = 0.6
+    moved = study(changed, schema).specs
+    assert sorted(s for s in base if base[s].key != moved[s].key) == ["catalog", "pricing"]
+
+
+def _rules() -> list[str]:
+    text = "".join(path.read_text() for path in (REPO / "workflow" / "rules").glob("*.smk"))
+    return sorted(set(re.findall(r"^\s*(?:rule|checkpoint) (\w+):", text, flags=re.M)))
+
+
+def test_every_rule_runs_the_function_of_its_name():
+    rules = _rules()
+    assert {"synthesize", "dedup", "train", "collect", "recipe", "catalog"} <= set(rules)
+    for rule in rules:
+        settings = {"backend": "tiny"} if rule == "train" else {}
+        assert callable(job_function(rule, settings)), rule
+    assert job_function("train", {"backend": "verl"}).__name__ == "train_verl"
+    for name in [*TABLES, *FIGURES]:
+        assert callable(job_function(name, {}))
+    with pytest.raises(KeyError, match="no stage or report target"):
+        job_function("tabel2", {})
+
+
+@pytest.mark.parametrize("name", [*TABLES, *FIGURES])
+def test_every_target_names_functions_that_exist(name):
+    target = {**TABLES, **FIGURES}[name]
+    assert callable(resolve(target.make))
+    if target.computed_by:
+        assert callable(resolve(target.computed_by))
+    assert set(target.optional) <= set(target.frames)
+    assert all(stage in STAGES for stage, _ in target.frames.values())
+    if name in FIGURES:
+        assert (REPO / "workflow" / "report" / f"{name}.rst").exists()
+
+
+def test_the_readme_key_table_is_the_registry():
+    text = (REPO / "config" / "README.md").read_text()
+    table = re.search(r"<!-- key-table: [^\n]*-->\n(.*?)\n<!-- /key-table -->", text, flags=re.S)
+    assert table, "config/README.md has lost its generated key table markers"
+    assert table.group(1) == key_table(), (
+        "config/README.md's key table differs from the registry; regenerate it with "
+        "python -c 'from axisrl.stages import key_table; print(key_table())'")
+
+
+def test_a_registry_typo_is_an_error_not_an_empty_setting(config):
+    with pytest.raises(KeyError, match="no 'dedup.thetaz'"):
+        project(config, ("dedup.thetaz",))
+    assert project(config, ("dedup.thetaz",), strict=False) == {}
+    assert project(config, ("sources.methods.*.unit_cost",))["sources"]["methods"]["sca"] == {
+        "unit_cost": config["sources"]["methods"]["sca"]["unit_cost"]}
+
+
+def test_study_refuses_a_stage_that_claims_an_upstream_it_does_not_declare(config, schema):
+    with pytest.raises(ValueError, match="does not hang off"):
+        STAGES["laws"].spec(hashed_part(config, schema), {"dedup": "0" * 12})

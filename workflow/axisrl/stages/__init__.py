@@ -1,0 +1,39 @@
+"""The workflow's stages: a registry (``registry``) and one module per family of stages.
+
+Each stage function takes the stage's spec (what its key covers), its settings (what the registry
+says it reads) and named input/output paths, and knows nothing of Snakemake, so a stage runs and is
+tested from Python directly. A Snakemake job reaches its function by its rule's name (``job_function``).
+
+Families: ``pools`` (synthesize, sources), ``dedup`` (embed, dedup, dedup_sources), ``train`` (the tiny
+backend), ``gpu`` (verl training, vLLM evaluation), ``collect`` (plan, collect), ``analysis`` (laws,
+pricing, recipe, validate), ``report`` (catalog, every table and figure target).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from axisrl.stages.registry import (STAGES, PointJobs, Stage, Study, episodes_stage, key_table, point_jobs, study,
+                                    value_at)
+from axisrl.targets import FIGURES, TABLES
+
+
+def job_function(rule: str, settings: Mapping[str, Any]) -> Callable[..., None]:
+    """The function that runs a job of ``rule``: a stage's (for its train backend), or the report's
+    table or figure maker for a table or figure target."""
+    if rule in STAGES:
+        target = STAGES[rule].target(settings)
+    elif rule in TABLES:
+        target = "axisrl.stages.report:table"
+    elif rule in FIGURES:
+        target = "axisrl.stages.report:figure"
+    else:
+        raise KeyError(f"no stage or report target is named {rule!r}")
+    module, function = target.split(":")
+    return getattr(importlib.import_module(module), function)
+
+
+__all__ = ["STAGES", "PointJobs", "Stage", "Study", "episodes_stage", "job_function", "key_table", "point_jobs",
+           "study", "value_at"]

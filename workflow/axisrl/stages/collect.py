@@ -1,0 +1,63 @@
+"""The collect family: the plan's runs, and one row per run of everything the study measured."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+import polars as pl
+
+from axisrl.artifacts import read_artifact, write_artifact
+from axisrl.config import StageSpec
+
+log = logging.getLogger("axisrl")
+
+
+def plan(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, str], outputs: Mapping[str, str]) -> None:
+    """One row per run of the study's plan: its design, seed, run key and the families that ask for it."""
+    from axisrl.plan import plan_designs, plan_rows
+
+    study = settings["study"]
+    rows = plan_rows(plan_designs(study), study, settings["domain"])
+    frame = pl.DataFrame(rows, schema_overrides={"worlds": pl.Int64, "families": pl.List(pl.String),
+                                                 "sweeps": pl.List(pl.String)})
+    write_artifact(frame, outputs["runs"], spec)
+    log.info("plan: %d runs over %d grid points", frame.height, frame["point_key"].n_unique())
+
+
+TIERS = ("T0", "T1", "T2", "all")
+
+
+def success_by_tier(episodes: pl.DataFrame) -> pl.DataFrame:
+    """Pooled held-out success per run and tier with its binomial SE and the loss ``L = -ln p``.
+
+    ``p`` is clipped to [1/(2n), 1 - 1/(2n)] before the log, so a run with no success has a finite loss.
+    """
+    tiers = pl.concat([episodes, episodes.with_columns(tier=pl.lit("all"))])
+    stats = tiers.group_by("run_key", "tier").agg(n=pl.len(), p=pl.col("success").cast(pl.Float64).mean())
+    stats = stats.with_columns(
+        se=(pl.col("p") * (1 - pl.col("p")) / pl.col("n")).sqrt(),
+        loss=-(pl.col("p").clip(1 / (2 * pl.col("n")), 1 - 1 / (2 * pl.col("n")))).log(),
+    )
+    wide = stats.pivot(on="tier", index="run_key", values=["n", "p", "se", "loss"], separator="_")
+    return wide.select("run_key", *(f"{stat}_{tier}" for tier in TIERS for stat in ("n", "p", "se", "loss")
+                                    if f"{stat}_{tier}" in wide.columns))
+
+
+def collect(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, str],
+            outputs: Mapping[str, str]) -> None:
+    """One row per run (design, held-out success per tier, train success, compute, cost drivers,
+    status), and every held-out episode's success (the task-level bootstrap reads it)."""
+    planned = read_artifact(inputs["plan"], "plan")
+    trained = pl.concat([read_artifact(p, "train") for p in inputs["train_runs"]], how="diagonal_relaxed")
+    episodes = pl.concat([read_artifact(p, settings["episodes_stage"]) for p in inputs["episodes"]],
+                         how="diagonal_relaxed")
+    steps = episodes.group_by("run_key").agg(steps_per_trajectory=pl.col("steps").mean())
+    frame = (planned.join(trained.drop("seed"), on="run_key", how="left")
+             .join(success_by_tier(episodes), on="run_key", how="left")
+             .join(steps, on="run_key", how="left"))
+    write_artifact(frame, outputs["runs"], spec)
+    write_artifact(episodes.select("run_key", "seed", "task_id", "tier", "success"), outputs["episodes"], spec)
+    log.info("collect: %d runs, %d failed", frame.height, int((frame["status"] != "ok").sum()))
+

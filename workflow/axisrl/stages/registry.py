@@ -1,0 +1,251 @@
+"""The stage registry: for each stage, the config it reads, the stages it hangs off and what runs it.
+
+A stage ``reads`` config paths (``"dedup"``, ``"study.seeds"``, ``"sources.methods.*.unit_cost"``).
+Its job is handed the config under those paths (its ``settings``), and its key hashes the same paths
+of the config with the speed-only options (``x-hashed: false``) removed: what a stage reads is what
+its key covers, by construction. Where a job needs the values in another shape (one grid point's
+resolved training settings, say) ``derive`` builds them from what was read, and the key hashes what
+``derive`` returns, so the same holds.
+
+Nothing here imports a stage's code: the workflow builds every key at parse time, and only the job
+imports its ``run`` function (``"module:function"`` under ``axisrl.stages``).
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from axisrl.budget import TRAIN_KEYS, training_budget
+from axisrl.config import StageSpec, hashed_part
+from axisrl.plan import Design, backend_settings, check_designs, plan_designs, run_key, seed_batches
+
+ANY_BACKEND = "*"
+
+
+def project(config: Mapping[str, Any], paths: Sequence[str], strict: bool = True) -> dict[str, Any]:
+    """The part of ``config`` under ``paths`` (dotted; ``*`` matches every key at its level), nested as
+    in the config. ``strict``: a path the config lacks is an error (a registry typo); otherwise it is
+    left out (a speed-only option is absent from the hashed config)."""
+    out: dict[str, Any] = {}
+    for path in paths:
+        _copy_path(config, path.split("."), out, path, strict)
+    return out
+
+
+def _copy_path(source: Mapping[str, Any], parts: list[str], target: dict[str, Any], path: str, strict: bool) -> None:
+    head, *rest = parts
+    names = list(source) if head == "*" else [head]
+    for name in names:
+        if name not in source:
+            if strict:
+                raise KeyError(f"the config has no {path!r}")
+            continue
+        if rest:
+            inner = target.get(name, {})
+            _copy_path(source[name], rest, inner, path, strict)
+            if inner:
+                target[name] = inner
+        else:
+            target[name] = copy.deepcopy(source[name])
+
+
+def value_at(config: Mapping[str, Any], path: str) -> Any:
+    """The config's value at a dotted path."""
+    value: Any = config
+    for part in path.split("."):
+        value = value[part]
+    return value
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One stage: ``reads`` (config paths), ``upstream`` (the stages whose keys its key holds),
+    ``run`` (train backend -> ``module:function`` under ``axisrl.stages``; ``"*"`` for any backend),
+    ``derive`` (settings from what it read, and from a grid point for the per-point stages) and
+    ``note`` (what one key stands for, when it is not the whole study)."""
+
+    name: str
+    reads: tuple[str, ...]
+    upstream: tuple[str, ...]
+    run: Mapping[str, str]
+    derive: Callable[..., dict[str, Any]] | None = None
+    note: str = ""
+
+    def settings(self, config: Mapping[str, Any], **job: Any) -> dict[str, Any]:
+        """What the job is handed: the validated config under ``reads`` (through ``derive``)."""
+        read = project(config, self.reads)
+        return self.derive(read, **job) if self.derive else read
+
+    def spec(self, hashed: Mapping[str, Any], upstream: Mapping[str, str], **job: Any) -> StageSpec:
+        """The key of these settings: the same paths of the hashed config, and the upstream keys."""
+        unknown = sorted(set(upstream) - set(self.upstream))
+        if unknown:
+            raise ValueError(f"stage {self.name} does not hang off {unknown}")
+        read = project(hashed, self.reads, strict=False)
+        return StageSpec(self.name, self.derive(read, **job) if self.derive else read, dict(upstream))
+
+    def target(self, settings: Mapping[str, Any]) -> str:
+        """``module:function`` of the job's code (for the train backend in ``settings`` where it matters)."""
+        module, function = (self.run[ANY_BACKEND] if ANY_BACKEND in self.run else self.run[settings["backend"]]).split(":")
+        return f"axisrl.stages.{module}:{function}"
+
+
+def _synthesize(read: Mapping[str, Any]) -> dict[str, Any]:
+    """A domain's own options only: changing mathcode's generators never regenerates toolworld."""
+    domain = read["domain"]
+    return {"domain": domain,
+            "synthesize": {k: v for k, v in read["synthesize"].items() if k != "mathcode" or domain == "mathcode"}}
+
+
+def _sources(read: Mapping[str, Any]) -> dict[str, Any]:
+    mixtures = read["study"]["families"]["mixtures"]
+    return {"sources": read["sources"], "methods": mixtures["methods"], "common_core": mixtures["common_core"]}
+
+
+def episodes_stage(backend: str) -> str:
+    """The stage that writes held-out episodes: the tiny backend evaluates in its train job, the GPU
+    backends in an evaluate job of their own."""
+    return "train" if backend == "tiny" else "evaluate"
+
+
+def _train(read: Mapping[str, Any], design: Design, seeds: Sequence[int]) -> dict[str, Any]:
+    """One grid point's runs: the training settings resolved for its design (an option the design
+    does not read is not here, so it never retrains it), its budget, seeds and evaluation."""
+    train, fields = read["train"], design.as_dict()
+    budget = training_budget(fields, train)
+    settings: dict[str, Any] = {
+        "backend": train["backend"], "domain": read["domain"], "design": fields,
+        "settings": backend_settings(train, fields),
+        "budget": {"budget_visits": budget.visits, "budget_rollouts": budget.rollouts,
+                   "visits_per_update": budget.visits_per_update, "max_rollout_steps": budget.max_rollout_steps,
+                   "max_flops": budget.max_flops},
+        "seeds": list(seeds), "run_keys": [run_key(design.point_key, seed) for seed in seeds],
+    }
+    if design.source != "real":
+        settings["sources"] = read["sources"]
+    if train["backend"] == "tiny":
+        settings["evaluate"] = {"backend": read["evaluate"]["backend"], "seed": read["evaluate"]["seed"]}
+    else:
+        settings["llm"] = train["llm"]
+        if "resources" in read:  # speed only: in the job's settings, never in its key
+            settings["resources"] = read["resources"]["train"]
+    return settings
+
+
+def _evaluate(read: Mapping[str, Any], design: Design, seeds: Sequence[int]) -> dict[str, Any]:
+    return {"domain": read["domain"], "evaluate": read["evaluate"], "llm": read["train"]["llm"], "seeds": list(seeds),
+            "run_keys": [run_key(design.point_key, seed) for seed in seeds]}
+
+
+def _collect(read: Mapping[str, Any]) -> dict[str, Any]:
+    return {"episodes_stage": episodes_stage(read["train"]["backend"])}
+
+
+STAGES: dict[str, Stage] = {stage.name: stage for stage in (
+    Stage("synthesize", ("domain", "synthesize"), (), {ANY_BACKEND: "pools:synthesize"}, _synthesize,
+          "`synthesize.mathcode` only when `domain` is mathcode"),
+    Stage("embed", ("dedup.embedding",), ("synthesize",), {ANY_BACKEND: "dedup:embed"},
+          lambda read: read["dedup"]["embedding"]),
+    Stage("dedup", ("domain", "dedup"), ("synthesize", "embed"), {ANY_BACKEND: "dedup:dedup"}),
+    Stage("sources", ("sources", "study.families.mixtures.methods", "study.families.mixtures.common_core"),
+          ("synthesize",), {ANY_BACKEND: "pools:sources"}, _sources),
+    Stage("dedup_sources", ("dedup",), ("sources", "dedup"), {ANY_BACKEND: "dedup:dedup_sources"}),
+    Stage("plan", ("domain", "study"), (), {ANY_BACKEND: "collect:plan"}),
+    Stage("train", ("domain", "train", "evaluate", "sources", "resources"), ("dedup", "dedup_sources"),
+          {"tiny": "train:train", "verl": "gpu:train_verl"}, _train,
+          "one key per grid point and seed batch (the tiny backend trains and evaluates its seeds in one job, "
+          "verl one job per seed); `train` options the design does not read are left out, and so are `evaluate` "
+          "options but `backend` and `seed` with the tiny backend; `sources` and `dedup_sources` for a mixture "
+          "design only; `resources` is speed only"),
+    Stage("evaluate", ("domain", "evaluate", "train.llm"), ("train",), {ANY_BACKEND: "gpu:evaluate"}, _evaluate,
+          "GPU backends only: one key and one job per grid point"),
+    Stage("collect", ("train.backend",), ("plan", "train"), {ANY_BACKEND: "collect:collect"}, _collect,
+          "its `train` key is a digest of every point's train (or evaluate) key"),
+    Stage("laws", ("laws",), ("collect",), {ANY_BACKEND: "analysis:laws"}),
+    Stage("pricing", ("pricing", "study", "sources.methods.*.unit_cost"), ("collect",),
+          {ANY_BACKEND: "analysis:pricing"}),
+    Stage("recipe", ("recipe", "domain", "study.seeds", *(f"train.{key}" for key in TRAIN_KEYS["charged_flops"])),
+          ("collect", "dedup"), {ANY_BACKEND: "analysis:recipe"},
+          note="a checkpoint: the strategy runs it plans are train jobs like any grid point's"),
+    Stage("validate", ("recipe", "study.seeds", "train.backend"), ("recipe",), {ANY_BACKEND: "analysis:validate"},
+          note="reads the recipe's strategy runs too"),
+    Stage("catalog", (), ("synthesize", "embed", "dedup", "sources", "dedup_sources", "collect", "laws", "pricing"),
+          {ANY_BACKEND: "report:catalog"}, note="lists every artifact under `results/`, all keys"),
+)}
+"""Every keyed stage, upstream first. The report targets (tables, figures) are in ``axisrl.targets``."""
+
+
+class PointJobs(NamedTuple):
+    """The keys of one grid point (all its seeds, in one train job with the tiny backend). The GPU
+    backends evaluate in a job of their own (vLLM does not install beside verl), keyed by ``evaluate``."""
+
+    design: Design
+    seeds: tuple[int, ...]
+    run_keys: tuple[str, ...]
+    train: StageSpec
+    evaluate: StageSpec | None
+
+
+class Study(NamedTuple):
+    """Everything the workflow keys at parse time: the study-level stages' specs by name, and the grid
+    points' jobs (by point key, a second seed batch as ``<point key>+1``)."""
+
+    specs: dict[str, StageSpec]
+    points: dict[str, PointJobs]
+
+
+def point_jobs(design: Design, seeds: Sequence[int], hashed: Mapping[str, Any], specs: Mapping[str, StageSpec]
+               ) -> PointJobs:
+    """The train (and, for the GPU backends, evaluate) specs of one design: a plan's grid point or a
+    run the recipe planned, so a recipe design that a family already holds is the same job."""
+    upstream = {"dedup": specs["dedup"].key}
+    if design.source != "real":  # only mixture designs read the synthetic sources
+        upstream["dedup_sources"] = specs["dedup_sources"].key
+    train = STAGES["train"].spec(hashed, upstream, design=design, seeds=seeds)
+    evaluate = None if hashed["train"]["backend"] == "tiny" else STAGES["evaluate"].spec(
+        hashed, {"train": train.key}, design=design, seeds=seeds)
+    return PointJobs(design, tuple(seeds), tuple(run_key(design.point_key, s) for s in seeds), train, evaluate)
+
+
+def study(config: Mapping[str, Any], schema: Mapping[str, Any]) -> Study:
+    """Every key of a validated config. Raises ConfigError for designs the budget or pool cannot honour."""
+    hashed = hashed_part(dict(config), schema)
+    specs: dict[str, StageSpec] = {}
+
+    def keyed(name: str, **extra: str) -> None:
+        stage = STAGES[name]
+        upstream = {u: specs[u].key for u in stage.upstream if u in specs}
+        specs[name] = stage.spec(hashed, {**upstream, **extra})
+
+    for name in ("synthesize", "embed", "dedup", "sources", "dedup_sources", "plan"):
+        keyed(name)
+    designs = plan_designs(config["study"])
+    check_designs(designs, config["train"])
+    points = {}
+    for point_key, planned in designs.items():
+        for batch, seeds in enumerate(seed_batches(config["study"], planned)):
+            job = point_key if batch == 0 else f"{point_key}+{batch}"
+            points[job] = point_jobs(planned.design, seeds, hashed, specs)
+    digest = hashlib.sha256(",".join(sorted((p.evaluate or p.train).key for p in points.values())).encode())
+    keyed("collect", train=digest.hexdigest()[:12])
+    for name in ("laws", "pricing", "recipe", "validate", "catalog"):
+        keyed(name)
+    return Study(specs, points)
+
+
+def key_table() -> str:
+    """The key table of config/README.md, from the registry (a test holds the two together)."""
+    rows = ["| stage | reads (and its key hashes) | upstream | |", "|---|---|---|---|"]
+    for stage in STAGES.values():
+        reads = ", ".join(f"`{path}`" for path in stage.reads) or "nothing of its own"
+        upstream = ", ".join(stage.upstream) or "none"
+        rows.append(f"| `{stage.name}` | {reads} | {upstream} | {stage.note} |")
+    return "\n".join(rows)
+
+
+__all__ = ["STAGES", "PointJobs", "Stage", "Study", "episodes_stage", "key_table", "point_jobs", "project", "study",
+           "value_at"]

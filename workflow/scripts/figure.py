@@ -1,3 +1,0 @@
-from axisrl.scripting import run_stage
-
-run_stage(snakemake, "figure")
