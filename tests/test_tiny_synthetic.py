@@ -27,6 +27,7 @@ LEARN = {"updates": 20, "visits_per_update": 4, "group_size": 4, "width": 16, "l
 LEARN_TASKS = 8
 SEEDS = (0, 1)
 train_module = importlib.import_module("axisrl.backends.tiny.train")  # the package's ``train`` is the function
+updates_module = importlib.import_module("axisrl.backends.tiny.updates")
 
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -115,13 +116,13 @@ def test_synthetic_trajectories_join_the_groups(pool, playable, monkeypatch):
     """An update visits visits_per_update tasks; each group holds its real rollouts and its
     synthetic trajectories (scored by their labels) under one group id."""
     seen: list[tuple[torch.Tensor, torch.Tensor]] = []
-    advantage = train_module.compute_grpo_outcome_advantage
+    advantage = updates_module.compute_grpo_outcome_advantage
 
     def recording(scores, index, *args):
         seen.append((scores, index))
         return advantage(scores, index, *args)
 
-    monkeypatch.setattr(train_module, "compute_grpo_outcome_advantage", recording)
+    monkeypatch.setattr(updates_module, "compute_grpo_outcome_advantage", recording)  # where grpo_update looks it up
     settings = quick(visits_per_update=4, group_size=4)
     result = tiny.train(pool.envs, playable, settings, seed=0,
                         synthetic=tiny.SyntheticTrajectories(2, references(playable)))

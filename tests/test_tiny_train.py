@@ -15,9 +15,10 @@ from axisrl.backends.tiny.fast_torch import Adam
 from axisrl.backends.tiny.features import EpisodeFeatures, collate, collate_episodes
 from axisrl.backends.tiny.policy import ToolPointer
 from axisrl.backends.tiny.rollout import Episode, Node, Specs, rollout
+from axisrl.backends.tiny.synthetic import TaskSampler
+from axisrl.backends.tiny.view import CompactEpisode
 from axisrl.config import validate_config
 from axisrl.domains import toolworld as tw
-from axisrl.domains.toolworld.render import CompactEpisode
 
 POOL = {"n_worlds": 4, "variants_per_world": 2, "contents_per_variant": 1, "reskins_per_world": 0,
         "tasks_per_env": 6,
@@ -25,6 +26,7 @@ POOL = {"n_worlds": 4, "variants_per_world": 2, "contents_per_variant": 1, "resk
 QUICK = {"updates": 3, "visits_per_update": 4, "group_size": 4, "width": 16}
 RECORD_KEYS = {"task_id", "env_id", "tier", "success", "reward", "partial", "steps", "tool_calls", "errors"}
 train_module = importlib.import_module("axisrl.backends.tiny.train")  # the package's ``train`` is the function
+updates_module = importlib.import_module("axisrl.backends.tiny.updates")
 
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -48,7 +50,7 @@ def test_settings_reject_unknown_keys_and_bad_values():
         tiny.TrainSettings(visits_per_update=0)
     with pytest.raises(ValueError, match=r"algo must be one of \['grpo', 'ppo'\]"):
         tiny.TrainSettings(algo="dpo")
-    assert set(train_module.UPDATES) == {"grpo", "ppo"}
+    assert set(updates_module.UPDATES) == {"grpo", "ppo"}
     assert tiny.TrainSettings().clip_high == 0.28 and tiny.TrainSettings(algo="ppo").clip_high == 0.2
 
 
@@ -81,7 +83,7 @@ def test_metrics_and_compute_totals_agree(pool):
 
 
 def test_tasks_are_visited_evenly(pool):
-    sampler = train_module.TaskSampler(5, np.random.default_rng(0))
+    sampler = TaskSampler(5, np.random.default_rng(0))
     drawn = sampler.take(12)
     assert sorted(drawn[:5]) == list(range(5)) and sorted(drawn[5:10]) == list(range(5))
 
@@ -108,7 +110,7 @@ def test_divergence_ends_the_run_with_status_failed(pool, monkeypatch):
         loss, clip_fraction = algos.compute_policy_loss(*args, **kwargs)
         return loss * torch.nan, clip_fraction
 
-    monkeypatch.setattr(train_module, "compute_policy_loss", nan_loss)
+    monkeypatch.setattr(updates_module, "compute_policy_loss", nan_loss)
     injected = tiny.train(pool.envs, pool.tasks, quick(updates=8), seed=0)
     assert injected.status == "failed" and len(injected.metrics) < 8  # the first update that trains fails
 
@@ -311,11 +313,11 @@ def test_a_grpo_update_in_chunks_accumulates_the_gradient_of_one_pass(pool, monk
             taken.append([p.grad.clone() for p in model.parameters() if p.grad is not None])
             return 0.0
 
-        monkeypatch.setattr(train_module, "GRPO_CHUNK_ACTIVATIONS", budget)
-        monkeypatch.setattr(train_module, "_step", record)
-        context = train_module.UpdateContext(policy, reference, None, episodes, group, settings, horizon,
-                                             np.random.default_rng(0))
-        out = train_module.grpo_update(context)
+        monkeypatch.setattr(updates_module, "GRPO_CHUNK_ACTIVATIONS", budget)
+        monkeypatch.setattr(updates_module, "_step", record)
+        context = updates_module.UpdateContext(policy, reference, None, episodes, group, settings, horizon,
+                                               np.random.default_rng(0))
+        out = updates_module.grpo_update(context)
         policy.zero_grad()
         gradients[budget] = (out, taken[0])
     (whole, whole_grads), (chunked, chunked_grads) = gradients[10**9], gradients[1]

@@ -13,7 +13,8 @@ this package never changes them. How the backend works and why: ``docs/tiny-back
 from axisrl.backends.tiny.checkpoint import checkpoint, load_policy, policy_of, save_checkpoints
 from axisrl.backends.tiny.evaluate import HeldoutStarts, baseline_episodes, evaluate
 from axisrl.backends.tiny.policy import ToolPointer
-from axisrl.backends.tiny.train import SyntheticTrajectories, TrainResult, TrainSettings, make_policy, train
+from axisrl.backends.tiny.synthetic import SyntheticTrajectories
+from axisrl.backends.tiny.train import TrainResult, TrainSettings, make_policy, train
 
 __all__ = ["HeldoutStarts", "SyntheticTrajectories", "ToolPointer", "TrainResult", "TrainSettings", "baseline_episodes",
            "checkpoint", "evaluate", "load_policy", "make_policy", "policy_of", "save_checkpoints", "train"]

@@ -22,9 +22,10 @@ minibatches; synthetic trajectories (which ones are replayed, simulator seeds, s
 actions) draw from a generator of their own, seeded apart from those four so that asking for
 them leaves the real rollouts' streams as they were. Thread counts are the caller's business.
 
-Top to bottom: the update rules' registry, the settings and the result; the parts of an update
-(task sampling, synthetic trajectories, re-scoring, the GRPO and PPO rules, the caps); last
-``train``, whose loop is ROLLOUT, UPDATE, RECORD.
+Top to bottom: the settings, the result and the run's totals; the caps; the parts of an update
+(its visit, its rollouts, its metrics row); last ``train``, whose loop is ROLLOUT, UPDATE, RECORD.
+The update rules and their registry ``UPDATES`` live in ``updates``, the synthetic trajectories
+(and ``TaskSampler``, which walks the tasks as well as a task's replay rows) in ``synthetic``.
 """
 
 from __future__ import annotations
@@ -32,7 +33,6 @@ from __future__ import annotations
 import copy
 import dataclasses
 import hashlib
-import json
 import logging
 import math
 import time
@@ -43,69 +43,17 @@ from typing import Any, NamedTuple
 import numpy as np
 import torch
 
-from axisrl.backends.tiny.algos import (
-    LOSS_AGG_MODES,
-    agg_loss,
-    chunk_share,
-    compute_gae_advantage_return,
-    compute_grpo_outcome_advantage,
-    compute_policy_loss,
-    kl_penalty_k3,
-)
+from axisrl.backends.tiny.algos import LOSS_AGG_MODES
 from axisrl.backends.tiny.fast_torch import Adam, deterministic_eager_ops
-from axisrl.backends.tiny.features import collate, collate_episodes
-from axisrl.backends.tiny.policy import ToolPointer, segment_entropy, segment_log_softmax
-from axisrl.backends.tiny.rollout import Diverged, Episode, RolloutStats, Specs, distinct, no_cyclic_gc, rollout
+from axisrl.backends.tiny.policy import ToolPointer
+from axisrl.backends.tiny.rollout import Diverged, Episode, RolloutStats, Specs, no_cyclic_gc, rollout
+from axisrl.backends.tiny.synthetic import Synthesizer, SyntheticEpisodes, SyntheticTrajectories, TaskSampler
+from axisrl.backends.tiny.updates import UPDATES, UpdateContext, UpdateStats, trained_scores
 
 log = logging.getLogger(__name__)
 
 __all__ = ["UPDATES", "SyntheticTrajectories", "TrainResult", "TrainSettings", "UpdateContext", "UpdateStats",
-           "make_policy", "param_hash", "register_update", "train"]
-
-
-@dataclass(frozen=True)
-class UpdateContext:
-    """What an update rule gets: the policy it trains with its optimiser, the frozen reference
-    (GRPO with ``kl_coef > 0``, else None), the update's episodes (real rollouts, then synthetic
-    trajectories) with the group of each, the settings, the padded horizon and a generator of
-    the rule's own (PPO's minibatches)."""
-
-    policy: ToolPointer
-    reference: ToolPointer | None
-    optimizer: Adam
-    episodes: Sequence[Episode]
-    groups: torch.Tensor
-    settings: TrainSettings
-    horizon: int
-    rng: np.random.Generator
-
-
-@dataclass(frozen=True)
-class UpdateStats:
-    """What an update reports for its metrics row (see ``TrainResult``)."""
-
-    loss: float = 0.0
-    grad_norm: float = 0.0
-    kl: float = 0.0
-    train_flops: int = 0
-    gradient_steps: int = 0
-
-
-UpdateRule = Callable[[UpdateContext], UpdateStats]
-UPDATES: dict[str, UpdateRule] = {}
-"""The update rules by ``TrainSettings.algo``, filled by ``register_update``."""
-
-
-def register_update(name: str) -> Callable[[UpdateRule], UpdateRule]:
-    """Register an update rule as the one ``algo=name`` selects."""
-
-    def register(rule: UpdateRule) -> UpdateRule:
-        if name in UPDATES:
-            raise ValueError(f"update rule {name!r} is registered twice")
-        UPDATES[name] = rule
-        return rule
-
-    return register
+           "make_policy", "param_hash", "train"]
 
 
 @dataclass(frozen=True)
@@ -186,40 +134,6 @@ class TrainSettings:
         if unknown:
             raise ValueError(f"unknown tiny backend settings: {unknown}")
         return cls(**values)
-
-
-@dataclass(frozen=True)
-class SyntheticTrajectories:
-    """Trajectory-axis synthetic data: ``per_group`` synthetic trajectories (``D_s``) added to each
-    task's group of ``group_size`` real rollouts (``D_r``), from exactly one source:
-
-    * ``replay`` (SWiRL-like: generated, filtered trajectories used as training signal): task id
-      -> rows with ``calls`` (canonical JSON list of tool calls in the environment's own names,
-      ending with ``finish``, like a task's ``reference``) and ``label`` (the claimed reward, which
-      is what the trajectory is trained on, not its verified outcome). Each is teacher-forced
-      through the real environment, the policy scoring every replayed decision (its log-prob is
-      the surrogate's old log-prob, as for a sampled action), and ends truncated at the first call
-      no candidate plays. A task's rows are used in a seeded order, reshuffled after each pass; a
-      task without rows gets only its real rollouts.
-    * ``simulator`` (DreamGym-like: the policy's own rollouts in a learned experience model):
-      ``simulator(spec, task, seed)`` builds an environment with ToolworldEnv's API (``reset``,
-      ``step``, ``fork``, ``verify``; it must end an episode within the spec's ``max_steps``) in
-      which ``per_group`` extra rollouts of the task are sampled, rewarded by its ``verify()``."""
-
-    per_group: int
-    replay: Mapping[str, Sequence[Mapping[str, Any]]] | None = None
-    simulator: Callable[[dict[str, Any], Mapping[str, Any], int], Any] | None = None
-
-    def __post_init__(self) -> None:
-        if self.per_group < 0:
-            raise ValueError(f"per_group must be >= 0, got {self.per_group}")
-        if (self.replay is None) == (self.simulator is None):
-            raise ValueError("synthetic trajectories need exactly one of replay and simulator")
-
-
-SYNTHETIC_STREAM = 0x53594E
-"""Seeds the synthetic trajectories' generator, ``SeedSequence([seed, SYNTHETIC_STREAM])``, apart
-from the run's ``SeedSequence(seed).spawn(4)``."""
 
 
 @dataclass
@@ -319,28 +233,6 @@ def make_policy(settings: TrainSettings) -> ToolPointer:
     return ToolPointer(settings.width, settings.leak_primitive_role, value_head=settings.algo == "ppo")
 
 
-class TaskSampler:
-    """Walks a seeded shuffle of the tasks (or of one task's replay rows), reshuffling after each full pass."""
-
-    def __init__(self, n_tasks: int, rng: np.random.Generator) -> None:
-        self.n, self.rng = n_tasks, rng
-        self.order: list[int] = []
-
-    def take(self, count: int) -> list[int]:
-        out: list[int] = []
-        while len(out) < count:
-            if not self.order:
-                self.order = self.rng.permutation(self.n).tolist()
-            out.append(self.order.pop(0))
-        return out
-
-
-def _scores(episodes: Sequence[Episode], density: str) -> torch.Tensor:
-    """What each episode is trained on: its outcome (sparse or dense), or a replay's claimed label."""
-    return torch.tensor([e.label if e.label is not None else e.reward if density == "sparse" else e.partial
-                         for e in episodes], dtype=torch.float32)
-
-
 def _zero_variance_groups(scores: torch.Tensor, group: torch.Tensor) -> int:
     """Groups of two or more whose scores are all equal: every advantage in them is zero."""
     count = 0
@@ -348,235 +240,6 @@ def _zero_variance_groups(scores: torch.Tensor, group: torch.Tensor) -> int:
         members = scores[group == g]
         count += len(members) > 1 and bool(members.max() == members.min())
     return count
-
-
-class SyntheticEpisodes(NamedTuple):
-    """One update's synthetic trajectories, not yet played."""
-
-    episodes: list[Episode]
-    groups: list[int]
-    """The group (index of the visited task) of each."""
-    scripts: list[list[Any]] | None
-    """Each replay's calls; None when simulated."""
-    missing: int
-    """Visited tasks without replay rows."""
-
-
-class Synthesizer:
-    """Builds each update's synthetic trajectories (see ``SyntheticTrajectories``) from their own
-    generator; a task's replay rows are walked like the tasks (``TaskSampler``)."""
-
-    def __init__(self, synthetic: SyntheticTrajectories, specs: Specs, leak_primitive_role: bool, seed: int) -> None:
-        self.synthetic, self.specs, self.leak = synthetic, specs, leak_primitive_role
-        self.rng = np.random.default_rng(np.random.SeedSequence([seed, SYNTHETIC_STREAM]))
-        self.samplers: dict[str, TaskSampler] = {}
-
-    def episodes(self, chosen: Sequence[Mapping[str, Any]], episode_seeds: np.ndarray) -> SyntheticEpisodes:
-        """Each task's trajectories share a start node of their own under the group's anonymisation."""
-        size, replay, simulator = self.synthetic.per_group, self.synthetic.replay, self.synthetic.simulator
-        episodes: list[Episode] = []
-        groups: list[int] = []
-        scripts: list[list[Any]] = []
-        missing = 0
-        for g, task in enumerate(chosen):
-            spec, episode_seed = self.specs[task["env_id"]], int(episode_seeds[g])
-            if simulator is not None:
-                env = simulator(spec, task, int(self.rng.integers(0, 2**62)))
-                group = Episode.group(spec, task, episode_seed, self.leak, size, env)
-            else:
-                rows = replay.get(task["task_id"], ())
-                if not rows:
-                    missing += 1
-                    continue
-                group = Episode.group(spec, task, episode_seed, self.leak, size)
-                picks = self.samplers.setdefault(task["task_id"], TaskSampler(len(rows), self.rng)).take(size)
-                for episode, pick in zip(group, picks, strict=True):
-                    episode.label = float(rows[pick]["label"])
-                    scripts.append(json.loads(rows[pick]["calls"]))
-            episodes += group
-            groups += [g] * size
-        return SyntheticEpisodes(episodes, groups, None if replay is None else scripts, missing)
-
-    def rollout(self, policy: ToolPointer, episodes: Sequence[Episode], scripts: list[list[Any]] | None
-                ) -> RolloutStats:
-        """Replays are teacher-forced; simulated rollouts sample from the synthetic generator."""
-        return rollout(policy, episodes, self.rng if scripts is None else None, scripts=scripts)
-
-
-class Padded(NamedTuple):
-    """Episodes as padded ``[B, H]`` step tensors."""
-
-    mask: torch.Tensor
-    """1 on every valid step."""
-    old_log_probs: torch.Tensor
-    """The rollouts' log-probs of the actions taken."""
-    positions: np.ndarray
-    """The flat position in ``[B, H]`` of every decision, episode by episode."""
-
-
-def _padded(episodes: Sequence[Episode], horizon: int) -> Padded:
-    mask = torch.zeros(len(episodes), horizon)
-    old = torch.zeros(len(episodes), horizon)
-    positions = []
-    for b, e in enumerate(episodes):
-        n = len(e.actions)
-        mask[b, :n] = 1.0
-        old[b, :n] = torch.tensor(e.log_probs)
-        positions += range(b * horizon, b * horizon + n)
-    return Padded(mask, old, np.asarray(positions, dtype=np.int64))
-
-
-class Scored(NamedTuple):
-    """The policy's recomputed outputs at some (episode, step) picks, with gradients."""
-
-    log_probs: torch.Tensor
-    """Of the action taken."""
-    values: torch.Tensor | None
-    """None without a value head."""
-    entropy: torch.Tensor
-
-
-def _chosen_log_probs(policy: ToolPointer, episodes: Sequence[Episode], picks: Sequence[tuple[int, int]]) -> Scored:
-    """Log-prob of the taken action, value and entropy at each (episode, step) in ``picks``,
-    recomputed with gradients over only the episodes involved; a decision point that several
-    picks share (a group's common prefix) is scored once and its gradient accumulates."""
-    involved = sorted({b for b, _ in picks})
-    row = {b: r for r, b in enumerate(involved)}
-    batch_of_episodes = collate_episodes([episodes[b].features for b in involved])
-    decisions, index = distinct([episodes[b].decisions[t] for b, t in picks])
-    first_row: dict[int, int] = {}
-    for (b, _), u in zip(picks, index.tolist(), strict=True):
-        first_row.setdefault(u, row[b])
-    batch = collate(batch_of_episodes, decisions, [first_row[u] for u in range(len(decisions))])
-    logits, values = policy(batch)
-    log_probs = segment_log_softmax(logits, batch.cand_decision, len(decisions))
-    taken = torch.from_numpy(batch.cand_start[index] + np.array([episodes[b].actions[t] for b, t in picks],
-                                                                 dtype=np.int64))
-    at = torch.from_numpy(index)
-    entropy = segment_entropy(log_probs, batch.cand_decision, len(decisions))[at]
-    return Scored(log_probs[taken], None if values is None else values[at], entropy)
-
-
-def _backward(loss: torch.Tensor) -> None:
-    if not torch.isfinite(loss):
-        raise Diverged("non-finite loss")
-    loss.backward()
-
-
-def _step(policy: ToolPointer, optimizer: Adam, max_grad_norm: float) -> float:
-    """Clip the accumulated gradient, take the optimiser step, zero the gradient; the norm before clipping."""
-    grad_norm = float(torch.nn.utils.clip_grad_norm_(policy.parameters(), max_grad_norm))
-    if not math.isfinite(grad_norm):
-        raise Diverged("non-finite gradient")
-    optimizer.step()
-    optimizer.zero_grad()
-    if not math.isfinite(float(torch.nn.utils.get_total_norm(policy.parameters(), foreach=True))):
-        raise Diverged("non-finite parameters")  # one norm over all parameters, not one per tensor
-    return grad_norm
-
-
-GRPO_CHUNK_ACTIVATIONS = 16384 * 64
-"""Candidate rows x policy width (whole episodes, at least one) per forward/backward in a GRPO
-step: gradients accumulate, so the autograd graph of one chunk, not of the whole update, is held
-in memory, and that graph grows with the candidates scored times the width, not with the steps.
-A default update fits in one chunk; large groups are cut into several (bench/README.md has the
-sizes and the memory that set this)."""
-
-
-def _chunks(episodes: Sequence[Episode], indices: Sequence[int], candidates: int) -> list[list[int]]:
-    """``indices`` in order, cut into runs of at most ``candidates`` candidate rows (a decision that
-    several episodes share is counted for each of them, so a run scores no more than that)."""
-    chunks: list[list[int]] = [[]]
-    size = 0
-    for b in indices:
-        rows = sum(decision.candidates.count for decision in episodes[b].decisions)
-        if chunks[-1] and size + rows > candidates:
-            chunks.append([])
-            size = 0
-        chunks[-1].append(b)
-        size += rows
-    return chunks
-
-
-@register_update("grpo")
-def grpo_update(u: UpdateContext) -> UpdateStats:
-    """One GRPO step. Every aggregation is a sum over episodes with batch-wide normalisers, so the
-    loss is computed chunk by chunk, each weighted by its share of the normaliser (``chunk_share``).
-    Without a KL term an episode whose advantage is zero contributes nothing and is not recomputed
-    at all; the normalisers still count its steps."""
-    s, policy, episodes, horizon = u.settings, u.policy, u.episodes, u.horizon
-    mask, old, _ = _padded(episodes, horizon)
-    advantages = compute_grpo_outcome_advantage(_scores(episodes, s.reward_density), u.groups, mask,
-                                                s.norm_adv_by_std_in_grpo)
-    needed = [b for b in range(len(episodes)) if s.kl_coef > 0 or bool(advantages[b].any())]
-    if not needed:
-        return UpdateStats()
-    loss_sum, kl_sum, train_flops = 0.0, 0.0, 0
-    for chunk in _chunks(episodes, needed, GRPO_CHUNK_ACTIVATIONS // policy.width):
-        rows = torch.tensor(chunk)
-        share = chunk_share(s.loss_agg_mode, mask, rows)
-        steps = [(b, t) for b in chunk for t in range(len(episodes[b].actions))]
-        at = torch.tensor([r * horizon + t for r, b in enumerate(chunk) for t in range(len(episodes[b].actions))])
-        policy.flops = 0
-        chosen = _chosen_log_probs(policy, episodes, steps).log_probs
-        train_flops += 3 * policy.flops
-        log_prob = old[rows].flatten().index_put((at,), chosen).view(len(chunk), horizon)
-        loss, _ = compute_policy_loss(old[rows], log_prob, advantages[rows], mask[rows], s.clip_ratio_low,
-                                      s.clip_high, s.loss_agg_mode)
-        loss = share * loss
-        if u.reference is not None:
-            u.reference.flops = 0
-            with torch.no_grad():
-                ref_chosen = _chosen_log_probs(u.reference, episodes, steps).log_probs
-            train_flops += u.reference.flops
-            ref = old[rows].flatten().index_put((at,), ref_chosen).view(len(chunk), horizon)
-            kl = share * agg_loss(kl_penalty_k3(log_prob, ref), mask[rows], s.loss_agg_mode)
-            loss = loss + s.kl_coef * kl
-            kl_sum += float(kl.detach())
-        _backward(loss)
-        loss_sum += float(loss.detach())
-    grad_norm = _step(policy, u.optimizer, s.max_grad_norm)
-    return UpdateStats(loss_sum, grad_norm, kl_sum, train_flops, sum(len(episodes[b].actions) for b in needed))
-
-
-@register_update("ppo")
-def ppo_update(u: UpdateContext) -> UpdateStats:
-    """CleanRL-style PPO: GAE on the episodes' outcome rewards, then epochs of shuffled
-    minibatches over the decisions, advantages normalised per minibatch."""
-    s, policy, episodes, horizon = u.settings, u.policy, u.episodes, u.horizon
-    mask, old, positions = _padded(episodes, horizon)
-    values = torch.zeros(len(episodes), horizon)
-    rewards = torch.zeros(len(episodes), horizon)
-    for b, (e, score) in enumerate(zip(episodes, _scores(episodes, s.reward_density), strict=True)):
-        if e.actions:  # an episode cut by the step cap before its first step has nothing to learn from
-            values[b, :len(e.values)] = torch.tensor(e.values)
-            rewards[b, len(e.actions) - 1] = score
-    advantages, returns = compute_gae_advantage_return(rewards, values, mask, s.gamma, s.lam)
-    at = torch.from_numpy(positions)
-    flat_adv, flat_ret, flat_old = advantages.flatten()[at], returns.flatten()[at], old.flatten()[at]
-    steps = [(b, t) for b, e in enumerate(episodes) for t in range(len(e.actions))]
-    last_loss, grad_norm, kl, train_flops = 0.0, 0.0, 0.0, 0
-    for _ in range(s.ppo_epochs):
-        for chunk in np.array_split(u.rng.permutation(len(steps)), s.ppo_minibatches):
-            if len(chunk) == 0:
-                continue
-            policy.flops = 0
-            log_prob, value, entropy = _chosen_log_probs(policy, episodes, [steps[k] for k in chunk])
-            train_flops += 3 * policy.flops
-            idx = torch.from_numpy(chunk)
-            adv = flat_adv[idx]
-            if len(chunk) > 1:
-                adv = (adv - adv.mean()) / (adv.std() + 1e-8)
-            ones = torch.ones(1, len(chunk))
-            pg_loss, _ = compute_policy_loss(flat_old[idx][None], log_prob[None], adv[None], ones,
-                                             s.clip_ratio_low, s.clip_high, "token-mean")
-            v_loss = 0.5 * ((value - flat_ret[idx]) ** 2).mean()
-            loss = pg_loss - s.ent_coef * entropy.mean() + s.vf_coef * v_loss
-            kl = float((flat_old[idx] - log_prob.detach()).mean())
-            last_loss = float(loss.detach())
-            _backward(loss)
-            grad_norm = _step(policy, u.optimizer, s.max_grad_norm)
-    return UpdateStats(last_loss, grad_norm, kl, train_flops, len(steps))
 
 
 RECENT_UPDATES = 4
@@ -652,8 +315,8 @@ def _add_timings(timings: dict[str, float], played: Played, rollout_seconds: flo
 def _metrics_row(update: int, visit: Visit, played: Played, out: UpdateStats, density: str) -> dict[str, Any]:
     """The update's metrics row (see ``TrainResult``)."""
     real, synthetic = played
-    rewards = _scores(visit.episodes, density)
-    synthetic_rewards = _scores(visit.synthetic.episodes, density)
+    rewards = trained_scores(visit.episodes, density)
+    synthetic_rewards = trained_scores(visit.synthetic.episodes, density)
     return {"update": update, "reward_mean": float(rewards.mean()),
             "success_mean": float(np.mean([e.success for e in visit.episodes])),
             "entropy": real.entropy_sum / max(real.decisions, 1), "kl": out.kl, "loss": out.loss,

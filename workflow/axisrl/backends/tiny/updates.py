@@ -1,0 +1,264 @@
+"""The tiny trainer's update rules: GRPO and PPO, each one function from an ``UpdateContext`` (the
+update's episodes, the policy and its optimiser) to ``UpdateStats``, registered in ``UPDATES``
+under the ``TrainSettings.algo`` that selects it.
+
+Kept apart from ``train`` so that the trainer reads as its loop (ROLLOUT, UPDATE, RECORD) and a
+rule reads with the re-scoring and gradient steps it is built from. A non-finite loss, gradient
+or parameter raises ``Diverged``, which ends the run as failed.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, NamedTuple
+
+import numpy as np
+import torch
+
+from axisrl.backends.tiny.algos import (
+    agg_loss,
+    chunk_share,
+    compute_gae_advantage_return,
+    compute_grpo_outcome_advantage,
+    compute_policy_loss,
+    kl_penalty_k3,
+)
+from axisrl.backends.tiny.fast_torch import Adam
+from axisrl.backends.tiny.features import collate, collate_episodes
+from axisrl.backends.tiny.policy import ToolPointer, segment_entropy, segment_log_softmax
+from axisrl.backends.tiny.rollout import Diverged, Episode, distinct
+
+if TYPE_CHECKING:
+    from axisrl.backends.tiny.train import TrainSettings
+
+__all__ = ["UPDATES", "UpdateContext", "UpdateStats", "grpo_update", "ppo_update", "register_update",
+           "trained_scores"]
+
+
+@dataclass(frozen=True)
+class UpdateContext:
+    """What an update rule gets: the policy it trains with its optimiser, the frozen reference
+    (GRPO with ``kl_coef > 0``, else None), the update's episodes (real rollouts, then synthetic
+    trajectories) with the group of each, the settings, the padded horizon and a generator of
+    the rule's own (PPO's minibatches)."""
+
+    policy: ToolPointer
+    reference: ToolPointer | None
+    optimizer: Adam
+    episodes: Sequence[Episode]
+    groups: torch.Tensor
+    settings: TrainSettings
+    horizon: int
+    rng: np.random.Generator
+
+
+@dataclass(frozen=True)
+class UpdateStats:
+    """What an update reports for its metrics row (see ``TrainResult``)."""
+
+    loss: float = 0.0
+    grad_norm: float = 0.0
+    kl: float = 0.0
+    train_flops: int = 0
+    gradient_steps: int = 0
+
+
+UpdateRule = Callable[[UpdateContext], UpdateStats]
+UPDATES: dict[str, UpdateRule] = {}
+"""The update rules by ``TrainSettings.algo``, filled by ``register_update``."""
+
+
+def register_update(name: str) -> Callable[[UpdateRule], UpdateRule]:
+    """Register an update rule as the one ``algo=name`` selects."""
+
+    def register(rule: UpdateRule) -> UpdateRule:
+        if name in UPDATES:
+            raise ValueError(f"update rule {name!r} is registered twice")
+        UPDATES[name] = rule
+        return rule
+
+    return register
+
+
+def trained_scores(episodes: Sequence[Episode], density: str) -> torch.Tensor:
+    """What each episode is trained on: its outcome (sparse or dense), or a replay's claimed label."""
+    return torch.tensor([e.label if e.label is not None else e.reward if density == "sparse" else e.partial
+                         for e in episodes], dtype=torch.float32)
+
+
+class Padded(NamedTuple):
+    """Episodes as padded ``[B, H]`` step tensors."""
+
+    mask: torch.Tensor
+    """1 on every valid step."""
+    old_log_probs: torch.Tensor
+    """The rollouts' log-probs of the actions taken."""
+    positions: np.ndarray
+    """The flat position in ``[B, H]`` of every decision, episode by episode."""
+
+
+def _padded(episodes: Sequence[Episode], horizon: int) -> Padded:
+    mask = torch.zeros(len(episodes), horizon)
+    old = torch.zeros(len(episodes), horizon)
+    positions = []
+    for b, e in enumerate(episodes):
+        n = len(e.actions)
+        mask[b, :n] = 1.0
+        old[b, :n] = torch.tensor(e.log_probs)
+        positions += range(b * horizon, b * horizon + n)
+    return Padded(mask, old, np.asarray(positions, dtype=np.int64))
+
+
+class Scored(NamedTuple):
+    """The policy's recomputed outputs at some (episode, step) picks, with gradients."""
+
+    log_probs: torch.Tensor
+    """Of the action taken."""
+    values: torch.Tensor | None
+    """None without a value head."""
+    entropy: torch.Tensor
+
+
+def _chosen_log_probs(policy: ToolPointer, episodes: Sequence[Episode], picks: Sequence[tuple[int, int]]) -> Scored:
+    """Log-prob of the taken action, value and entropy at each (episode, step) in ``picks``,
+    recomputed with gradients over only the episodes involved; a decision point that several
+    picks share (a group's common prefix) is scored once and its gradient accumulates."""
+    involved = sorted({b for b, _ in picks})
+    row = {b: r for r, b in enumerate(involved)}
+    batch_of_episodes = collate_episodes([episodes[b].features for b in involved])
+    decisions, index = distinct([episodes[b].decisions[t] for b, t in picks])
+    first_row: dict[int, int] = {}
+    for (b, _), u in zip(picks, index.tolist(), strict=True):
+        first_row.setdefault(u, row[b])
+    batch = collate(batch_of_episodes, decisions, [first_row[u] for u in range(len(decisions))])
+    logits, values = policy(batch)
+    log_probs = segment_log_softmax(logits, batch.cand_decision, len(decisions))
+    taken = torch.from_numpy(batch.cand_start[index] + np.array([episodes[b].actions[t] for b, t in picks],
+                                                                 dtype=np.int64))
+    at = torch.from_numpy(index)
+    entropy = segment_entropy(log_probs, batch.cand_decision, len(decisions))[at]
+    return Scored(log_probs[taken], None if values is None else values[at], entropy)
+
+
+def _backward(loss: torch.Tensor) -> None:
+    if not torch.isfinite(loss):
+        raise Diverged("non-finite loss")
+    loss.backward()
+
+
+def _step(policy: ToolPointer, optimizer: Adam, max_grad_norm: float) -> float:
+    """Clip the accumulated gradient, take the optimiser step, zero the gradient; the norm before clipping."""
+    grad_norm = float(torch.nn.utils.clip_grad_norm_(policy.parameters(), max_grad_norm))
+    if not math.isfinite(grad_norm):
+        raise Diverged("non-finite gradient")
+    optimizer.step()
+    optimizer.zero_grad()
+    if not math.isfinite(float(torch.nn.utils.get_total_norm(policy.parameters(), foreach=True))):
+        raise Diverged("non-finite parameters")  # one norm over all parameters, not one per tensor
+    return grad_norm
+
+
+GRPO_CHUNK_ACTIVATIONS = 16384 * 64
+"""Candidate rows x policy width (whole episodes, at least one) per forward/backward in a GRPO
+step: gradients accumulate, so the autograd graph of one chunk, not of the whole update, is held
+in memory, and that graph grows with the candidates scored times the width, not with the steps.
+A default update fits in one chunk; large groups are cut into several (bench/README.md has the
+sizes and the memory that set this)."""
+
+
+def _chunks(episodes: Sequence[Episode], indices: Sequence[int], candidates: int) -> list[list[int]]:
+    """``indices`` in order, cut into runs of at most ``candidates`` candidate rows (a decision that
+    several episodes share is counted for each of them, so a run scores no more than that)."""
+    chunks: list[list[int]] = [[]]
+    size = 0
+    for b in indices:
+        rows = sum(decision.candidates.count for decision in episodes[b].decisions)
+        if chunks[-1] and size + rows > candidates:
+            chunks.append([])
+            size = 0
+        chunks[-1].append(b)
+        size += rows
+    return chunks
+
+
+@register_update("grpo")
+def grpo_update(u: UpdateContext) -> UpdateStats:
+    """One GRPO step. Every aggregation is a sum over episodes with batch-wide normalisers, so the
+    loss is computed chunk by chunk, each weighted by its share of the normaliser (``chunk_share``).
+    Without a KL term an episode whose advantage is zero contributes nothing and is not recomputed
+    at all; the normalisers still count its steps."""
+    s, policy, episodes, horizon = u.settings, u.policy, u.episodes, u.horizon
+    mask, old, _ = _padded(episodes, horizon)
+    advantages = compute_grpo_outcome_advantage(trained_scores(episodes, s.reward_density), u.groups, mask,
+                                                s.norm_adv_by_std_in_grpo)
+    needed = [b for b in range(len(episodes)) if s.kl_coef > 0 or bool(advantages[b].any())]
+    if not needed:
+        return UpdateStats()
+    loss_sum, kl_sum, train_flops = 0.0, 0.0, 0
+    for chunk in _chunks(episodes, needed, GRPO_CHUNK_ACTIVATIONS // policy.width):
+        rows = torch.tensor(chunk)
+        share = chunk_share(s.loss_agg_mode, mask, rows)
+        steps = [(b, t) for b in chunk for t in range(len(episodes[b].actions))]
+        at = torch.tensor([r * horizon + t for r, b in enumerate(chunk) for t in range(len(episodes[b].actions))])
+        policy.flops = 0
+        chosen = _chosen_log_probs(policy, episodes, steps).log_probs
+        train_flops += 3 * policy.flops
+        log_prob = old[rows].flatten().index_put((at,), chosen).view(len(chunk), horizon)
+        loss, _ = compute_policy_loss(old[rows], log_prob, advantages[rows], mask[rows], s.clip_ratio_low,
+                                      s.clip_high, s.loss_agg_mode)
+        loss = share * loss
+        if u.reference is not None:
+            u.reference.flops = 0
+            with torch.no_grad():
+                ref_chosen = _chosen_log_probs(u.reference, episodes, steps).log_probs
+            train_flops += u.reference.flops
+            ref = old[rows].flatten().index_put((at,), ref_chosen).view(len(chunk), horizon)
+            kl = share * agg_loss(kl_penalty_k3(log_prob, ref), mask[rows], s.loss_agg_mode)
+            loss = loss + s.kl_coef * kl
+            kl_sum += float(kl.detach())
+        _backward(loss)
+        loss_sum += float(loss.detach())
+    grad_norm = _step(policy, u.optimizer, s.max_grad_norm)
+    return UpdateStats(loss_sum, grad_norm, kl_sum, train_flops, sum(len(episodes[b].actions) for b in needed))
+
+
+@register_update("ppo")
+def ppo_update(u: UpdateContext) -> UpdateStats:
+    """CleanRL-style PPO: GAE on the episodes' outcome rewards, then epochs of shuffled
+    minibatches over the decisions, advantages normalised per minibatch."""
+    s, policy, episodes, horizon = u.settings, u.policy, u.episodes, u.horizon
+    mask, old, positions = _padded(episodes, horizon)
+    values = torch.zeros(len(episodes), horizon)
+    rewards = torch.zeros(len(episodes), horizon)
+    for b, (e, score) in enumerate(zip(episodes, trained_scores(episodes, s.reward_density), strict=True)):
+        if e.actions:  # an episode cut by the step cap before its first step has nothing to learn from
+            values[b, :len(e.values)] = torch.tensor(e.values)
+            rewards[b, len(e.actions) - 1] = score
+    advantages, returns = compute_gae_advantage_return(rewards, values, mask, s.gamma, s.lam)
+    at = torch.from_numpy(positions)
+    flat_adv, flat_ret, flat_old = advantages.flatten()[at], returns.flatten()[at], old.flatten()[at]
+    steps = [(b, t) for b, e in enumerate(episodes) for t in range(len(e.actions))]
+    last_loss, grad_norm, kl, train_flops = 0.0, 0.0, 0.0, 0
+    for _ in range(s.ppo_epochs):
+        for chunk in np.array_split(u.rng.permutation(len(steps)), s.ppo_minibatches):
+            if len(chunk) == 0:
+                continue
+            policy.flops = 0
+            log_prob, value, entropy = _chosen_log_probs(policy, episodes, [steps[k] for k in chunk])
+            train_flops += 3 * policy.flops
+            idx = torch.from_numpy(chunk)
+            adv = flat_adv[idx]
+            if len(chunk) > 1:
+                adv = (adv - adv.mean()) / (adv.std() + 1e-8)
+            ones = torch.ones(1, len(chunk))
+            pg_loss, _ = compute_policy_loss(flat_old[idx][None], log_prob[None], adv[None], ones,
+                                             s.clip_ratio_low, s.clip_high, "token-mean")
+            v_loss = 0.5 * ((value - flat_ret[idx]) ** 2).mean()
+            loss = pg_loss - s.ent_coef * entropy.mean() + s.vf_coef * v_loss
+            kl = float((flat_old[idx] - log_prob.detach()).mean())
+            last_loss = float(loss.detach())
+            _backward(loss)
+            grad_norm = _step(policy, u.optimizer, s.max_grad_norm)
+    return UpdateStats(last_loss, grad_norm, kl, train_flops, len(steps))
