@@ -8,7 +8,7 @@ Two cases, each deduplicated at all thetas in one call of `greedy_threshold_keep
   the axes more evenly than MiniLM embeddings of task instructions do (see bench_embed.py), i.e. the prefix bound
   gets less help than on real embeddings.
 - gaussian: i.i.d. standard normal rows, the worst case: nothing is dropped, so every pair must be checked.
-The baseline is the plain blocked algorithm of envs.md section 5 (float32 `B @ K.T`, then `B @ B.T`), run once per
+The baseline is the plain blocked greedy algorithm (float32 `B @ K.T`, then `B @ B.T`), run once per
 theta. A subsample is also deduplicated with that algorithm in float64, which must give identical masks.
 """
 
@@ -35,7 +35,7 @@ def realistic_vectors(rows: int, dims: int, rng: np.random.Generator, centres: i
 
 
 def plain_blocked_keep(vectors: np.ndarray, theta: float, dtype: type, block_size: int = 1024) -> np.ndarray:
-    """envs.md section 5 for one theta: drop rows near the kept set (one matmul), then walk the block."""
+    """The plain blocked greedy dedup for one theta: drop rows near the kept set (one matmul), then walk the block."""
     units = vectors.astype(np.float64)
     norms = np.linalg.norm(units, axis=1)
     nonzero = norms > 0

@@ -113,12 +113,7 @@ def test_no_doc_points_outside_the_repository(doc):
     assert not hits, "\n".join(hits)
 
 
-NAMED_DOC_CASES = [pytest.param(doc, marks=pytest.mark.xfail(
-    reason="bench/README.md (not owned by the docs) names reference/tiny-backend.md, a document outside the "
-           "repository")) if doc == ROOT / "bench" / "README.md" else doc for doc in CONTAINED_DOCS]
-
-
-@pytest.mark.parametrize("doc", NAMED_DOC_CASES, ids=rel)
+@pytest.mark.parametrize("doc", CONTAINED_DOCS, ids=rel)
 def test_every_document_a_doc_names_is_in_the_repository(doc):
     """A backticked ``*.md``/``*.txt``/``*.rst`` name resolves from the doc's folder or the root
     (outputs under ``results/`` excepted: they are generated)."""

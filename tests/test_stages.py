@@ -118,3 +118,14 @@ def test_a_registry_typo_is_an_error_not_an_empty_setting(config):
 def test_study_refuses_a_stage_that_claims_an_upstream_it_does_not_declare(config, schema):
     with pytest.raises(ValueError, match="does not hang off"):
         STAGES["laws"].spec(hashed_part(config, schema), {"dedup": "0" * 12})
+
+
+def test_where_names_the_rule_and_the_function_behind_a_target(capsys):
+    from axisrl.cli import main
+
+    assert main(["where", "table8"]) == 0
+    out = capsys.readouterr().out
+    assert "rule table8" in out and "axisrl.laws.tables:worlds_variants_table" in out
+    assert main(["where", "fig2"]) == 0
+    assert "axisrl.report.figures:figure2(points=laws/points" in capsys.readouterr().out
+    assert main(["where", "tabel8"]) == 2

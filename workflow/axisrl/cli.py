@@ -1,7 +1,8 @@
 """``axisrl show PATH``, ``axisrl catalog [RESULTS]``: read artifacts without the workflow;
 ``axisrl fit RUNS --out DIR``: fit and plot a runs table the user brings (schema: ``axisrl.laws``);
 ``axisrl recipe --budget C``: the compute-optimal design (model width, environments, tasks, trajectories)
-at a budget, from the recipe stage's fitted law and cost model, with its predicted held-out success."""
+at a budget, from the recipe stage's fitted law and cost model, with its predicted held-out success;
+``axisrl where [TARGET]``: which rule makes a table, figure or stage, and which function computes it."""
 
 from __future__ import annotations
 
@@ -185,6 +186,32 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _where(name: str | None) -> None:
+    """A target's rule (named after it), what it reads and the function that makes it: a newcomer's two hops."""
+    from axisrl.stages import STAGES
+    from axisrl.targets import FIGURES, TABLES
+
+    targets = {**TABLES, **FIGURES}
+    if name is None:
+        for target, entry in targets.items():
+            print(f"{target:8} {entry.computed_by or entry.make}")
+        for stage, entry in STAGES.items():
+            print(f"{stage:8} {', '.join(f'axisrl.stages.{run}' for run in entry.run.values())}")
+    elif name in targets:
+        entry = targets[name]
+        frames = ", ".join(f"{arg}={stage}/{frame}" for arg, (stage, frame) in entry.frames.items())
+        print(f"{name}: rule {name} (workflow/rules/report.smk, one per entry of axisrl.targets)")
+        print(f"  made by {entry.make}({frames})")
+        if entry.computed_by:
+            print(f"  its frame computed by {entry.computed_by}")
+    elif name in STAGES:
+        entry = STAGES[name]
+        print(f"{name}: rule {name}, runs {', '.join(f'axisrl.stages.{run}' for run in entry.run.values())}")
+        print(f"  reads {', '.join(entry.reads) or 'nothing of its own'}; upstream {', '.join(entry.upstream) or 'none'}")
+    else:
+        raise ValueError(f"no table, figure or stage is named {name!r} (axisrl where lists them)")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="axisrl", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -209,6 +236,8 @@ def main(argv: list[str] | None = None) -> int:
     recipe.add_argument("--law", help="a recipe law.parquet (default: the newest results/recipe/*/law.parquet "
                                       "here); cost.parquet is read from the same folder")
     recipe.add_argument("--starts", type=_positive_int, default=10, help="solver starts (default 10)")
+    where = commands.add_parser("where", help="the rule and the function behind a table, figure or stage")
+    where.add_argument("target", nargs="?", help="e.g. fig2, table8, train (default: list them all)")
     args = parser.parse_args(argv)
     try:
         if args.command == "show":
@@ -217,6 +246,8 @@ def main(argv: list[str] | None = None) -> int:
             _catalog(args.results)
         elif args.command == "recipe":
             _recipe(args.budget, args.domain, args.law, args.starts)
+        elif args.command == "where":
+            _where(args.target)
         else:
             _fit(args.runs, args.episodes, args.out, {"tier": args.tier, "n_boot": args.n_boot, "seed": args.seed})
     except (ArtifactError, ValueError, OSError) as exc:

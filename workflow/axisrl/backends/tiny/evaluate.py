@@ -24,7 +24,7 @@ from axisrl.domains.toolworld.canon import canonical_json
 EVAL_CHUNK_ACTIVATIONS = 256 * 64
 """Episodes x policy width rolled out together: a lockstep batch's activations grow with both, so
 this bounds its memory (the default held-out pool at width 64 in one batch; a width-256 policy
-in batches of 64 episodes, which held 270 MB more as one batch of 243)."""
+in batches of 64 episodes; bench/README.md has what one large batch held)."""
 
 
 def _episode_seeds(tasks: Sequence[Mapping[str, Any]], seed: int) -> list[int]:

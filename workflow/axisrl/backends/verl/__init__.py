@@ -11,8 +11,8 @@ Modules: ``export`` (verl Parquet, ``data_source`` = the domain), ``episode`` (t
 environment core), ``agent_loop`` (the ``axisrl_agent`` loop for every domain; imports verl),
 ``reward`` (the custom reward function), ``config`` (the Hydra overrides and their CPU
 validation), ``launch`` (run ``main_ppo``, read its metrics). This package imports no verl at
-import time; only ``agent_loop``, ``validate_overrides`` and ``train`` need it. Pitfalls it works
-around: ``shared/reference/verl.md``.
+import time; only ``agent_loop``, ``validate_overrides`` and ``train`` need it. The verl pitfalls
+it works around are listed in docs/cluster.md.
 """
 
 from axisrl.backends.verl.config import RunLayout, VerlJob, overrides, validate_overrides

@@ -1,4 +1,4 @@
-"""The agent loop for verl 0.9.1, one for every domain (design B of ``shared/reference/verl.md`` section 3).
+"""The agent loop for verl 0.9.1, one for every domain: the environment lives inside the loop.
 
 verl has no environment hook any more (``BaseInteraction`` was removed in 0.8) and a ``BaseTool``
 is shared by every trajectory of a worker, so the environment lives in the agent loop: verl
