@@ -92,8 +92,9 @@ def bench_case(name: str, vectors: np.ndarray, repeats: int, baseline: bool, ver
     print(f"[{name}] float32 matmul now: {matmul_gflops():.0f} GFLOP/s", flush=True)
     masks, seconds = timed_keep(vectors, THETAS, repeats)
     kept = ", ".join(f"{theta}: {int(masks[theta].sum())}" for theta in THETAS)
-    print(f"[{name}] fast, all {len(THETAS)} thetas in one call: {runs(seconds)}; rows kept per theta: {kept}",
-          flush=True)
+    print(
+        f"[{name}] fast, all {len(THETAS)} thetas in one call: {runs(seconds)}; rows kept per theta: {kept}", flush=True
+    )
     single, single_seconds = timed_keep(vectors, (STUDY_THETA,), repeats)
     assert np.array_equal(single[STUDY_THETA], masks[STUDY_THETA])
     print(f"[{name}] fast, theta {STUDY_THETA} alone: {runs(single_seconds)}", flush=True)
@@ -114,11 +115,14 @@ def bench_case(name: str, vectors: np.ndarray, repeats: int, baseline: bool, ver
             plain_seconds[theta] = time.perf_counter() - start
         total = sum(plain_seconds.values())
         differing = sum(int((plain[theta] != masks[theta]).sum()) for theta in THETAS)
-        print(f"[{name}] plain blocked float32, one pass per theta: {total:.1f} s in all "
-              f"({total / min(seconds):.1f}x the fast path; per theta: "
-              f"{', '.join(f'{theta}: {s:.1f}' for theta, s in plain_seconds.items())}; theta {STUDY_THETA} alone "
-              f"{plain_seconds[STUDY_THETA] / min(single_seconds):.1f}x); rows decided differently "
-              f"(float32 vs float64 cosines at a threshold): {differing}", flush=True)
+        print(
+            f"[{name}] plain blocked float32, one pass per theta: {total:.1f} s in all "
+            f"({total / min(seconds):.1f}x the fast path; per theta: "
+            f"{', '.join(f'{theta}: {s:.1f}' for theta, s in plain_seconds.items())}; theta {STUDY_THETA} alone "
+            f"{plain_seconds[STUDY_THETA] / min(single_seconds):.1f}x); rows decided differently "
+            f"(float32 vs float64 cosines at a threshold): {differing}",
+            flush=True,
+        )
 
 
 def main() -> None:
@@ -129,12 +133,19 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--verify-rows", type=int, default=5000)
     parser.add_argument("--no-baseline", dest="baseline", action="store_false")
-    parser.add_argument("--case", choices=("realistic", "gaussian"), action="append",
-                        help="run only this case (repeatable); default: both")
+    parser.add_argument(
+        "--case",
+        choices=("realistic", "gaussian"),
+        action="append",
+        help="run only this case (repeatable); default: both",
+    )
     args = parser.parse_args()
 
-    print(f"{args.rows} x {args.dims} float32, thetas {THETAS}, {os.cpu_count()} CPUs, "
-          f"load average {os.getloadavg()[0]:.2f}", flush=True)
+    print(
+        f"{args.rows} x {args.dims} float32, thetas {THETAS}, {os.cpu_count()} CPUs, "
+        f"load average {os.getloadavg()[0]:.2f}",
+        flush=True,
+    )
     rng = np.random.default_rng(args.seed)
     cases = {
         "realistic": realistic_vectors(args.rows, args.dims, rng),

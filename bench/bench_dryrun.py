@@ -34,19 +34,35 @@ def main() -> None:
         for name in ("Snakefile", "config", "workflow", "envs", "profiles"):
             source = ROOT / name
             (shutil.copytree if source.is_dir() else shutil.copy)(source, work / name)
-        overlay = {"study": {"seeds": [0, 1], "families": {"interaction": {
-            "d_env": list(range(1, args.side + 1)), "d_task": list(range(args.side, 2 * args.side))}}},
-            "synthesize": {"placebo_contents": 32}}
+        overlay = {
+            "study": {
+                "seeds": [0, 1],
+                "families": {
+                    "interaction": {
+                        "d_env": list(range(1, args.side + 1)),
+                        "d_task": list(range(args.side, 2 * args.side)),
+                    }
+                },
+            },
+            "synthesize": {"placebo_contents": 32},
+        }
         (work / "big.yaml").write_text(yaml.safe_dump(overlay))
         for repeat in range(args.repeats):
             for quiet in (["-q"], []):
                 started = time.perf_counter()
-                done = subprocess.run(["snakemake", "-n", *quiet, "--cores", "2", "--configfile", "big.yaml"],
-                                      cwd=work, capture_output=True, text=True, check=True)
+                done = subprocess.run(
+                    ["snakemake", "-n", *quiet, "--cores", "2", "--configfile", "big.yaml"],
+                    cwd=work,
+                    capture_output=True,
+                    text=True,
+                    check=True,
+                )
                 seconds = time.perf_counter() - started
                 stats = [line for line in done.stdout.splitlines() if line.strip().startswith(("train ", "total "))]
-                print(f"repeat {repeat}, snakemake -n {' '.join(quiet)}: {seconds:.2f} s; "
-                      + "; ".join(" ".join(line.split()) for line in stats[:2]))
+                print(
+                    f"repeat {repeat}, snakemake -n {' '.join(quiet)}: {seconds:.2f} s; "
+                    + "; ".join(" ".join(line.split()) for line in stats[:2])
+                )
         plan = subprocess.run(["python", "-c", PLAN_SIZE], cwd=work, capture_output=True, text=True, check=True)
         print(plan.stdout.strip())
 

@@ -79,17 +79,25 @@ def main() -> None:
         print(f"threads={threads}: {rate:.0f} texts/s")
     torch.set_num_threads(default_threads)
 
-    print(f"shape {embeddings.shape}, dtype {embeddings.dtype}, deterministic rerun: "
-          f"{np.array_equal(embeddings, embed_texts(texts, PACKAGED_MODEL, args.batch_size))}")
+    print(
+        f"shape {embeddings.shape}, dtype {embeddings.dtype}, deterministic rerun: "
+        f"{np.array_equal(embeddings, embed_texts(texts, PACKAGED_MODEL, args.batch_size))}"
+    )
     energy = np.linalg.eigvalsh(embeddings.T.astype(np.float64) @ embeddings)[::-1]
     cumulative = np.cumsum(energy) / energy.sum()
-    print("energy in the first k principal axes (uncentred): "
-          + ", ".join(f"k={k}: {cumulative[k - 1]:.2f}" for k in (8, 32, 64, 128, 256)))
-    same_template = [_TEMPLATES[0].format(order="ABX-0042", customer="Zarvel", number=7),
-                     _TEMPLATES[0].format(order="QRT-9917", customer="Imrana", number=31)]
+    print(
+        "energy in the first k principal axes (uncentred): "
+        + ", ".join(f"k={k}: {cumulative[k - 1]:.2f}" for k in (8, 32, 64, 128, 256))
+    )
+    same_template = [
+        _TEMPLATES[0].format(order="ABX-0042", customer="Zarvel", number=7),
+        _TEMPLATES[0].format(order="QRT-9917", customer="Imrana", number=31),
+    ]
     first, second = embed_texts(same_template, PACKAGED_MODEL)
-    print(f"cosine distance of two renderings of one template (other order ID, customer, number): "
-          f"{1 - float(first @ second):.3f}")
+    print(
+        f"cosine distance of two renderings of one template (other order ID, customer, number): "
+        f"{1 - float(first @ second):.3f}"
+    )
 
 
 if __name__ == "__main__":

@@ -1,6 +1,8 @@
-"""The whole laws analysis on a default-sized study with 2,000 bootstrap resamples, on one core (prints numbers; not a test).
+"""The whole laws analysis on a default-sized study with 2,000 bootstrap resamples, on one core (prints numbers;
+not a test).
 
-Run: python bench/bench_laws.py [--runs results/collect/<key>/runs.parquet --episodes .../episodes.parquet] [--n-boot 2000]
+Run: python bench/bench_laws.py [--runs results/collect/<key>/runs.parquet --episodes .../episodes.parquet]
+[--n-boot 2000]
 
 Without ``--runs`` the study is simulated from a known additive law on the default plan's grid
 (every family of config/config.yaml at 2 seeds, 256 held-out tasks per run), so the benchmark
@@ -40,9 +42,14 @@ def simulated_study(seed: int = 0) -> tuple[pl.DataFrame, pl.DataFrame]:
     loss = 0.2 + sum(runs[axis].to_numpy().astype(float) ** -alpha for axis, alpha in ALPHA.items())
     rng = np.random.default_rng(seed)
     success = rng.random((runs.height, N_TASKS)) < np.exp(-loss)[:, None]
-    episodes = pl.DataFrame({"run_key": np.repeat(runs["run_key"].to_numpy(), N_TASKS),
-                             "task_id": np.tile([f"t{k}" for k in range(N_TASKS)], runs.height),
-                             "tier": "T2", "success": success.ravel()})
+    episodes = pl.DataFrame(
+        {
+            "run_key": np.repeat(runs["run_key"].to_numpy(), N_TASKS),
+            "task_id": np.tile([f"t{k}" for k in range(N_TASKS)], runs.height),
+            "tier": "T2",
+            "success": success.ravel(),
+        }
+    )
     p = success.mean(axis=1)
     return runs.with_columns(status=pl.lit("ok"), n_T2=pl.lit(N_TASKS), p_T2=pl.Series(p)), episodes
 
@@ -61,8 +68,10 @@ def main() -> None:
     started = time.perf_counter()
     frames = analyse(runs, episodes, LawSettings(n_boot=args.n_boot))
     seconds = time.perf_counter() - started
-    print(f"{runs.height} runs, {0 if episodes is None else episodes.height} episodes, n_boot={args.n_boot}: "
-          f"{seconds:.1f} s; {len(frames)} frames")
+    print(
+        f"{runs.height} runs, {0 if episodes is None else episodes.height} episodes, n_boot={args.n_boot}: "
+        f"{seconds:.1f} s; {len(frames)} frames"
+    )
 
 
 if __name__ == "__main__":

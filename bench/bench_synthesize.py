@@ -13,9 +13,12 @@ from axisrl.domains import toolworld
 
 ROOT = Path(__file__).resolve().parents[1]
 OVERLAY = {
-    "n_worlds": 64, "variants_per_world": 4, "contents_per_variant": 1, "reskins_per_world": 0,
-    "tasks_per_env": 40, "heldout": {"t0_envs": 0, "t1_envs": 0, "t2_worlds": 1, "t2_variants_per_world": 1,
-                                     "tasks_per_env": 1},
+    "n_worlds": 64,
+    "variants_per_world": 4,
+    "contents_per_variant": 1,
+    "reskins_per_world": 0,
+    "tasks_per_env": 40,
+    "heldout": {"t0_envs": 0, "t1_envs": 0, "t2_worlds": 1, "t2_variants_per_world": 1, "tasks_per_env": 1},
 }
 
 
@@ -25,8 +28,10 @@ def main() -> None:
     start = time.perf_counter()
     pool = toolworld.generate_pool(settings)
     seconds = time.perf_counter() - start
-    print(f"envs={len(pool.envs)} tasks={len(pool.tasks)} (held-out envs={len(pool.heldout_envs)} "
-          f"tasks={len(pool.heldout_tasks)}) seconds={seconds:.2f} tasks/s={len(pool.tasks) / seconds:.0f}")
+    print(
+        f"envs={len(pool.envs)} tasks={len(pool.tasks)} (held-out envs={len(pool.heldout_envs)} "
+        f"tasks={len(pool.heldout_tasks)}) seconds={seconds:.2f} tasks/s={len(pool.tasks) / seconds:.0f}"
+    )
 
 
 if __name__ == "__main__":

@@ -41,10 +41,17 @@ def main() -> None:
 
     config = load_config(ROOT / "config" / "config.yaml", schema_path=ROOT / "config" / "schema.yaml")
     pool = toolworld.generate_pool(config["synthesize"])
-    settings = TrainSettings(algo=args.algo, width=args.width, updates=args.updates,
-                             visits_per_update=args.visits, group_size=args.group_size)
-    print(f"pool: {len(pool.envs)} envs, {len(pool.tasks)} tasks; {settings.algo} width={settings.width} "
-          f"updates={settings.updates} visits/update={settings.visits_per_update} G={settings.group_size}")
+    settings = TrainSettings(
+        algo=args.algo,
+        width=args.width,
+        updates=args.updates,
+        visits_per_update=args.visits,
+        group_size=args.group_size,
+    )
+    print(
+        f"pool: {len(pool.envs)} envs, {len(pool.tasks)} tasks; {settings.algo} width={settings.width} "
+        f"updates={settings.updates} visits/update={settings.visits_per_update} G={settings.group_size}"
+    )
     for repeat in range(args.repeats):
         start = time.perf_counter()
         result = train(pool.envs, pool.tasks, settings, seed=repeat)
@@ -52,12 +59,14 @@ def main() -> None:
         steps = result.compute["env_steps"]
         flops = result.compute["rollout_flops"] + result.compute["train_flops"]
         peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        print(f"run {repeat}: status={result.status} seconds={seconds:.2f} "
-              f"(cpu rollout={result.timings['rollout_seconds']:.2f} train={result.timings['train_seconds']:.2f}; "
-              f"wall in rollout policy forwards={result.timings['policy_seconds']:.2f}) "
-              f"env_steps={steps} decisions/s={steps / seconds:.0f} episodes={result.compute['episodes']} "
-              f"gflop={flops / 1e9:.1f} final_success={result.metrics[-1]['success_mean']:.3f} "
-              f"peak_rss_mb={peak_mb:.0f}")
+        print(
+            f"run {repeat}: status={result.status} seconds={seconds:.2f} "
+            f"(cpu rollout={result.timings['rollout_seconds']:.2f} train={result.timings['train_seconds']:.2f}; "
+            f"wall in rollout policy forwards={result.timings['policy_seconds']:.2f}) "
+            f"env_steps={steps} decisions/s={steps / seconds:.0f} episodes={result.compute['episodes']} "
+            f"gflop={flops / 1e9:.1f} final_success={result.metrics[-1]['success_mean']:.3f} "
+            f"peak_rss_mb={peak_mb:.0f}"
+        )
 
 
 if __name__ == "__main__":

@@ -36,12 +36,21 @@ def copy_workflow(dest: Path) -> Path:
     return dest
 
 
-def snakemake(workdir: Path, *args: str, check: bool = True, env: dict[str, str] | None = None
-              ) -> subprocess.CompletedProcess:
+def snakemake(
+    workdir: Path, *args: str, check: bool = True, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess:
     """Run the real Snakemake CLI in ``workdir`` (``env``: extra environment variables); output
     (Snakemake logs to stdout) is returned."""
-    cmd = [sys.executable, "-m", "snakemake", "--directory", str(workdir), "--snakefile",
-           str(workdir / "Snakefile"), *args]
+    cmd = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "--directory",
+        str(workdir),
+        "--snakefile",
+        str(workdir / "Snakefile"),
+        *args,
+    ]
     done = subprocess.run(cmd, capture_output=True, text=True, cwd=workdir, env={**os.environ, **(env or {})})
     if check and done.returncode != 0:
         raise AssertionError(f"snakemake {' '.join(args)} failed:\n{done.stdout}\n{done.stderr}")

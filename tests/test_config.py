@@ -4,7 +4,6 @@ import pytest
 
 from axisrl.config import ConfigError, StageSpec, canonical_json, load_yaml, validate_config
 from axisrl.stages import study
-
 from conftest import DEFAULT_CONFIG
 
 
@@ -43,8 +42,10 @@ def test_empty_config_gets_every_default_and_hashes_like_the_explicit_default(de
         ({"evaluate": {"backend": "vllm"}}, "evaluate.backend: vllm needs train.backend verl"),
         ({"train": {"backend": "verl"}}, "evaluate.backend: train.backend verl is evaluated with vllm"),
         ({"train": {"backend": "verl"}, "evaluate": {"backend": "vllm"}}, "train.llm.model: train.backend verl needs"),
-        ({"train": {"backend": "verl", "llm": {"model": "/m"}}, "evaluate": {"backend": "vllm"}},
-         "study.families.mixtures: the verl backend cannot run it"),
+        (
+            {"train": {"backend": "verl", "llm": {"model": "/m"}}, "evaluate": {"backend": "vllm"}},
+            "study.families.mixtures: the verl backend cannot run it",
+        ),
     ],
 )
 def test_bad_config_names_the_key_and_the_reason(overlay, named, schema):
@@ -55,8 +56,9 @@ def test_bad_config_names_the_key_and_the_reason(overlay, named, schema):
 
 def test_strings_from_snakemake_config_flag_are_coerced_by_schema(schema):
     # `--config synthesize={n_worlds: 3}` delivers nested scalars as strings.
-    config = validate_config({"synthesize": {"n_worlds": "3"}, "dedup": {"thetas": ["0.1", "0.2"], "theta": "0.1"}},
-                             schema)
+    config = validate_config(
+        {"synthesize": {"n_worlds": "3"}, "dedup": {"thetas": ["0.1", "0.2"], "theta": "0.1"}}, schema
+    )
     assert config["synthesize"]["n_worlds"] == 3
     assert config["dedup"]["thetas"] == [0.1, 0.2]
 

@@ -132,9 +132,7 @@ def test_first_occurrence_keep() -> None:
 
 
 def naive_mean_jaccard_distance(sets: list[frozenset[str]]) -> float:
-    distances = [
-        0.0 if not (a | b) else 1.0 - len(a & b) / len(a | b) for a, b in itertools.combinations(sets, 2)
-    ]
+    distances = [0.0 if not (a | b) else 1.0 - len(a & b) / len(a | b) for a, b in itertools.combinations(sets, 2)]
     return float(np.mean(distances))
 
 
@@ -160,10 +158,12 @@ def test_mean_pairwise_jaccard_edge_cases() -> None:
 def packaged_embeddings() -> tuple[list[str], np.ndarray]:
     from axisrl.embedding import PACKAGED_MODEL, embed_texts
 
-    texts = ["Set the quantity of order ABX-0042 for customer Zarvel to 7.",
-             "Cancel order QRT-9917 placed by Imrana.",
-             "Set the quantity of order ABX-0042 for customer Zarvel to 7.",
-             ""]
+    texts = [
+        "Set the quantity of order ABX-0042 for customer Zarvel to 7.",
+        "Cancel order QRT-9917 placed by Imrana.",
+        "Set the quantity of order ABX-0042 for customer Zarvel to 7.",
+        "",
+    ]
     return texts, embed_texts(texts, PACKAGED_MODEL, batch_size=2)
 
 

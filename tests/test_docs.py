@@ -35,8 +35,9 @@ import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
-LINKED_DOCS = sorted({ROOT / "README.md", ROOT / "config" / "README.md", ROOT / "bench" / "README.md",
-                      *(ROOT / "docs").glob("*.md")})
+LINKED_DOCS = sorted(
+    {ROOT / "README.md", ROOT / "config" / "README.md", ROOT / "bench" / "README.md", *(ROOT / "docs").glob("*.md")}
+)
 """Markdown files whose relative links must resolve."""
 CONTAINED_DOCS = sorted({*LINKED_DOCS, *(ROOT / "workflow" / "report").glob("*.rst")})
 """Files that must not point outside the repository."""
@@ -102,14 +103,21 @@ def test_every_relative_link_resolves(doc):
 
 
 def test_the_docs_the_readme_promises_exist():
-    assert {p.name for p in (ROOT / "docs").glob("*.md")} >= {"cluster.md", "guarantees.md", "methods.md",
-                                                              "tiny-backend.md"}
+    assert {p.name for p in (ROOT / "docs").glob("*.md")} >= {
+        "cluster.md",
+        "guarantees.md",
+        "methods.md",
+        "tiny-backend.md",
+    }
 
 
 @pytest.mark.parametrize("doc", CONTAINED_DOCS, ids=rel)
 def test_no_doc_points_outside_the_repository(doc):
-    hits = [f"{rel(doc)}:{n}: {line.strip()[:100]}" for n, line in enumerate(doc.read_text().splitlines(), 1)
-            if OUTSIDE.search(line)]
+    hits = [
+        f"{rel(doc)}:{n}: {line.strip()[:100]}"
+        for n, line in enumerate(doc.read_text().splitlines(), 1)
+        if OUTSIDE.search(line)
+    ]
     assert not hits, "\n".join(hits)
 
 
@@ -117,8 +125,11 @@ def test_no_doc_points_outside_the_repository(doc):
 def test_every_document_a_doc_names_is_in_the_repository(doc):
     """A backticked ``*.md``/``*.txt``/``*.rst`` name resolves from the doc's folder or the root
     (outputs under ``results/`` excepted: they are generated)."""
-    missing = [name for name in NAMED_DOC.findall(doc.read_text()) if not name.startswith("results/")
-               and not ((doc.parent / name).exists() or (ROOT / name).exists())]
+    missing = [
+        name
+        for name in NAMED_DOC.findall(doc.read_text())
+        if not name.startswith("results/") and not ((doc.parent / name).exists() or (ROOT / name).exists())
+    ]
     assert not missing, f"{rel(doc)} names documents that are not in the repository: {missing}"
 
 
@@ -259,7 +270,8 @@ def documented_keys(row) -> list[tuple[tuple[str, ...], object]]:
     if len(defaults) == 1 and len(full) > 1:
         defaults = defaults * len(full)
     assert len(defaults) == len(full), (
-        f"config/README.md:{n}: {len(full)} keys but {len(defaults)} defaults in {default_cell!r}")
+        f"config/README.md:{n}: {len(full)} keys but {len(defaults)} defaults in {default_cell!r}"
+    )
     pairs = []
     for parts, default in zip(full, defaults, strict=True):
         paths = expand(SCHEMA, base, parts)
@@ -268,7 +280,8 @@ def documented_keys(row) -> list[tuple[tuple[str, ...], object]]:
             alternatives = alternatives * len(paths)
         assert len(alternatives) == len(paths), (
             f"config/README.md:{n}: {'.'.join(parts)} stands for {len(paths)} keys but {default!r} has "
-            f"{len(alternatives)} values")
+            f"{len(alternatives)} values"
+        )
         for path, value in zip(paths, alternatives, strict=True):
             pairs.append((tuple(base) + path, parse_value(value)))
     return pairs
@@ -288,7 +301,8 @@ def test_a_key_row_names_schema_keys_with_the_schema_default(row):
         assert "default" in node, f"config/README.md:{n}: {'.'.join(path)} has no default in the schema"
         assert same(readme_default, to_number(node["default"])), (
             f"config/README.md:{n}: {'.'.join(path)} defaults to {node['default']!r} in the schema, "
-            f"the README says {readme_default!r}")
+            f"the README says {readme_default!r}"
+        )
 
 
 @pytest.mark.parametrize("row", ROWS, ids=lambda row: f"line{row[0]}")
@@ -299,7 +313,8 @@ def test_a_key_row_says_nothing_is_invalidated_exactly_when_its_keys_are_not_has
     says_nothing = invalidates.startswith("nothing")
     assert says_nothing == hashed.pop(), (
         f"config/README.md:{n}: invalidates {invalidates!r}, but the schema "
-        f"{'does not hash' if not says_nothing else 'hashes'} these keys")
+        f"{'does not hash' if not says_nothing else 'hashes'} these keys"
+    )
 
 
 def schema_leaves(node: dict, path: tuple[str, ...] = ()):
@@ -313,16 +328,21 @@ def schema_leaves(node: dict, path: tuple[str, ...] = ()):
 
 def test_every_schema_key_has_a_row():
     documented = {path for row in ROWS for path, _ in documented_keys(row)}
-    missing = [".".join(leaf) for leaf in schema_leaves(SCHEMA)
-               if not any(leaf[:k] in documented for k in range(1, len(leaf) + 1))]
+    missing = [
+        ".".join(leaf)
+        for leaf in schema_leaves(SCHEMA)
+        if not any(leaf[:k] in documented for k in range(1, len(leaf) + 1))
+    ]
     assert not missing, f"schema keys config/README.md does not document: {missing}"
 
 
 def test_the_key_check_catches_a_misspelled_key_and_a_drifted_default():
     """The check itself: a row with a typo in its key, or a default that drifted, fails."""
     good = (1, ["synthesize"], "`tables.min`, `.max`", "2, 4", "everything but `plan`")
-    assert [(p, v) for p, v in documented_keys(good)] == [(("synthesize", "tables", "min"), 2),
-                                                          (("synthesize", "tables", "max"), 4)]
+    assert [(p, v) for p, v in documented_keys(good)] == [
+        (("synthesize", "tables", "min"), 2),
+        (("synthesize", "tables", "max"), 4),
+    ]
     typo = (1, ["synthesize"], "`n_wrolds`", "24", "everything")
     drift = (1, ["recipe"], "`budgets.low`, `.high`, `.n`", "0.25, 16, 16", "recipe")
     for row in (typo, drift):
@@ -332,4 +352,5 @@ def test_the_key_check_catches_a_misspelled_key_and_a_drifted_default():
     test_a_key_row_names_schema_keys_with_the_schema_default(slashed)
     with pytest.raises(AssertionError):
         test_a_key_row_names_schema_keys_with_the_schema_default(
-            (1, ["sources"], "`methods.awm/genenv.unverifiable_goal`", "0.15 / 0.10", "sources"))
+            (1, ["sources"], "`methods.awm/genenv.unverifiable_goal`", "0.15 / 0.10", "sources")
+        )

@@ -19,8 +19,7 @@ SERIES = {"N=64": 1.0, "N=128": 0.8}
 def _points() -> pl.DataFrame:
     """Losses on a known power law L = A x^-alpha, per axis and series, with a small SE."""
     rows = [
-        {"axis": axis, "x": float(x), "series": s, "loss": a * x ** -alpha, "loss_se": 0.05 * a * x ** -alpha,
-         "n_runs": 3}
+        {"axis": axis, "x": float(x), "series": s, "loss": a * x**-alpha, "loss_se": 0.05 * a * x**-alpha, "n_runs": 3}
         for (axis, alpha), (s, a), x in itertools.product(ALPHAS.items(), SERIES.items(), [1, 2, 4, 8, 16, 32])
     ]
     return pl.DataFrame(rows)
@@ -31,17 +30,32 @@ def _fits() -> pl.DataFrame:
     rows = []
     for (axis, alpha), (s, a) in itertools.product(ALPHAS.items(), SERIES.items()):
         floor = axis == "d_traj"
-        rows.append({"axis": axis, "series": s, "model": "floor" if floor else "power", "status": "ok",
-                     "selected": True, "alpha": alpha, "alpha_lo": alpha - 0.03, "alpha_hi": alpha + 0.03,
-                     "E": 0.05 if floor else None, "A": a, "x_min": 1.0, "x_max": 32.0})
+        rows.append(
+            {
+                "axis": axis,
+                "series": s,
+                "model": "floor" if floor else "power",
+                "status": "ok",
+                "selected": True,
+                "alpha": alpha,
+                "alpha_lo": alpha - 0.03,
+                "alpha_hi": alpha + 0.03,
+                "E": 0.05 if floor else None,
+                "A": a,
+                "x_min": 1.0,
+                "x_max": 32.0,
+            }
+        )
     return pl.DataFrame(rows)
 
 
 def _grid(missing: tuple[int, int] | None = None) -> pl.DataFrame:
     """Success over a 4x4 log-spaced (d_env, d_task) grid with a linear cost model."""
-    rows = [{"d_env": e, "d_task": t, "p": 1 - math.exp(-0.1 * e ** 0.5 * t ** 0.3), "se": 0.02,
-             "cost": 4.0 * e + 0.2 * t}
-            for e, t in itertools.product([1, 4, 16, 64], [8, 32, 128, 512]) if (e, t) != missing]
+    rows = [
+        {"d_env": e, "d_task": t, "p": 1 - math.exp(-0.1 * e**0.5 * t**0.3), "se": 0.02, "cost": 4.0 * e + 0.2 * t}
+        for e, t in itertools.product([1, 4, 16, 64], [8, 32, 128, 512])
+        if (e, t) != missing
+    ]
     return pl.DataFrame(rows)
 
 
@@ -66,16 +80,26 @@ def test_figure2_writes_png_and_pdf(tmp_path, captured):
     assert "N=64: $\\alpha$ = 0.41 [0.38, 0.44]" in _legend_texts(fig)
     curve = fig.axes[0].get_lines()[0]  # N=64 on d_env: power law with null E treated as 0
     x, y = curve.get_data()
-    np.testing.assert_allclose(y, x ** -0.41)
+    np.testing.assert_allclose(y, x**-0.41)
 
 
 def test_figure2_titles_each_panel_with_its_success_trend(tmp_path, captured):
-    trends = pl.DataFrame({"axis": ["d_env", "d_traj"], "n_runs": [24, 24], "slope": [0.035, -0.001],
-                           "slope_lo": [0.012, -0.023], "slope_hi": [0.059, 0.021]})
+    trends = pl.DataFrame(
+        {
+            "axis": ["d_env", "d_traj"],
+            "n_runs": [24, 24],
+            "slope": [0.035, -0.001],
+            "slope_lo": [0.012, -0.023],
+            "slope_hi": [0.059, 0.021],
+        }
+    )
     figures.figure2(_points(), _fits(), tmp_path / "f.png", tmp_path / "f.pdf", trends)
     titles = [ax.get_title() for ax in captured[0].axes]
-    assert titles == ["success +0.035 per doubling [+0.012, +0.059]\n(axis sweeps, 24 runs)", "",
-                      "success -0.001 per doubling [-0.023, +0.021]\n(axis sweeps, 24 runs)"]
+    assert titles == [
+        "success +0.035 per doubling [+0.012, +0.059]\n(axis sweeps, 24 runs)",
+        "",
+        "success -0.001 per doubling [-0.023, +0.021]\n(axis sweeps, 24 runs)",
+    ]
     with pytest.raises(ValueError, match="trends is missing required column"):
         figures.figure2(_points(), _fits(), tmp_path / "f.png", tmp_path / "f.pdf", trends.drop("slope_lo"))
 
@@ -83,8 +107,10 @@ def test_figure2_titles_each_panel_with_its_success_trend(tmp_path, captured):
 def test_figure2_too_few_points(tmp_path, captured):
     fits = _fits().with_columns(
         status=pl.when((pl.col("axis") == "d_task") & (pl.col("series") == "N=128"))
-        .then(pl.lit("too_few_points")).otherwise(pl.col("status")),
-        selected=~((pl.col("axis") == "d_task") & (pl.col("series") == "N=128")))
+        .then(pl.lit("too_few_points"))
+        .otherwise(pl.col("status")),
+        selected=~((pl.col("axis") == "d_task") & (pl.col("series") == "N=128")),
+    )
     points = _points().filter((pl.col("axis") != "d_task") | (pl.col("series") != "N=128") | (pl.col("x") < 3))
     figures.figure2(points, fits, tmp_path / "f.png", tmp_path / "f.pdf")
     _assert_written(tmp_path / "f.png", tmp_path / "f.pdf")

@@ -9,6 +9,8 @@ from collections.abc import Callable
 import numpy as np
 import polars as pl
 import pytest
+from scipy import optimize
+
 from axisrl.laws import (
     Law,
     axis_ordering,
@@ -24,12 +26,12 @@ from axisrl.laws import (
     simulate_study,
     success_trends,
 )
-from scipy import optimize
 
 TRUE_ALPHA = {"d_env": 0.45, "d_task": 0.30, "d_traj": 0.15}
 CENTRE = {"d_env": 8, "d_task": 32, "d_traj": 8}
-FLOOR_LAW = Law(E=0.1, A={"d_env": 2.0, "d_task": 0.1, "d_traj": 0.1},
-                alpha={"d_env": 0.5, "d_task": 0.3, "d_traj": 0.2})
+FLOOR_LAW = Law(
+    E=0.1, A={"d_env": 2.0, "d_task": 0.1, "d_traj": 0.1}, alpha={"d_env": 0.5, "d_task": 0.3, "d_traj": 0.2}
+)
 """Additive law whose d_env sweep has a small floor (0.2), so the floor exponent is identifiable."""
 
 
@@ -38,11 +40,13 @@ def product_law(designs: pl.DataFrame) -> np.ndarray:
     return 1.2 * np.prod([(designs[a].to_numpy() / c) ** -TRUE_ALPHA[a] for a, c in CENTRE.items()], axis=0)
 
 
-def exact_runs(loss: Callable[[pl.DataFrame], np.ndarray], grids: dict[str, list[int]],
-               trials: int = 10**9) -> pl.DataFrame:
+def exact_runs(
+    loss: Callable[[pl.DataFrame], np.ndarray], grids: dict[str, list[int]], trials: int = 10**9
+) -> pl.DataFrame:
     """Noise-free runs in the user schema (successes/trials, no seed or status): one per design."""
     designs = pl.DataFrame([CENTRE | {axis: x} for axis, values in grids.items() for x in values]).unique(
-        maintain_order=True)
+        maintain_order=True
+    )
     successes = np.round(np.exp(-loss(designs)) * trials).astype(np.int64)
     return designs.with_columns(successes=successes, trials=pl.lit(trials, dtype=pl.Int64))
 
@@ -58,8 +62,11 @@ def coverage(n_studies: int, first_seed: int = 0) -> dict[str, float]:
         fit = fit_axes(simulate_study(product_law, seed=study).runs).filter(pl.col("model") == "power")
         for row in fit.iter_rows(named=True):
             hits.setdefault(row["axis"], []).append(row["alpha_lo"] <= TRUE_ALPHA[row["axis"]] <= row["alpha_hi"])
-        floor = fit_axes(simulate_study(FLOOR_LAW, seed=10**6 + study).runs, ["d_env"]).filter(
-            pl.col("model") == "floor").row(0, named=True)
+        floor = (
+            fit_axes(simulate_study(FLOOR_LAW, seed=10**6 + study).runs, ["d_env"])
+            .filter(pl.col("model") == "floor")
+            .row(0, named=True)
+        )
         hits.setdefault("d_env_floor", []).append(floor["alpha_lo"] <= 0.5 <= floor["alpha_hi"])
     return {name: float(np.mean(h)) for name, h in hits.items()}
 
@@ -86,8 +93,9 @@ def test_variable_projection_recovers_noise_free_floor_law() -> None:
 
 
 def test_fit_axes_on_noise_free_runs() -> None:
-    law = Law(E=0.1, A={"d_env": 1.5, "d_task": 0.5, "d_traj": 0.4},
-              alpha={"d_env": 0.4, "d_task": 0.25, "d_traj": 0.6})
+    law = Law(
+        E=0.1, A={"d_env": 1.5, "d_task": 0.5, "d_traj": 0.4}, alpha={"d_env": 0.4, "d_task": 0.25, "d_traj": 0.6}
+    )
     fit = fit_axes(exact_runs(lambda d: predict_loss(law, d), GRIDS))
     floor = fit.filter(pl.col("model") == "floor")
     assert floor["alpha"].to_list() == pytest.approx([0.4, 0.25, 0.6], abs=1e-4)
@@ -104,8 +112,9 @@ def test_local_slopes_hand_computed() -> None:
     law = Law(E=0.5, A={"d_env": 2.0}, alpha={"d_env": 0.5})
     slopes = local_slopes(exact_runs(lambda d: predict_loss(law, d), {"d_env": [1, 4, 16]}), ["d_env"])
     # L = 2.5, 1.5, 1.0: slope_1 = -ln(1.5/2.5)/ln 4, slope_2 = -ln(1.0/1.5)/ln 4
-    assert slopes["slope"].to_list() == pytest.approx([np.log(2.5 / 1.5) / np.log(4), np.log(1.5) / np.log(4)],
-                                                      abs=1e-6)
+    assert slopes["slope"].to_list() == pytest.approx(
+        [np.log(2.5 / 1.5) / np.log(4), np.log(1.5) / np.log(4)], abs=1e-6
+    )
     assert slopes[["x_lo", "x_hi"]].rows() == [(1.0, 4.0), (4.0, 16.0)]
     assert (slopes["slope_se"] > 0).all()
 
@@ -113,15 +122,17 @@ def test_local_slopes_hand_computed() -> None:
 def test_success_trend_hand_computed() -> None:
     """p = 0.1 + 0.05 log2 x exactly: the slope per doubling is 0.05, with a zero-width interval."""
     grid = {"d_env": [1, 2, 8, 32]}
-    trend = success_trends(exact_runs(lambda d: -np.log(0.1 + 0.05 * np.log2(d["d_env"].to_numpy())), grid),
-                           ["d_env"]).row(0, named=True)
+    trend = success_trends(
+        exact_runs(lambda d: -np.log(0.1 + 0.05 * np.log2(d["d_env"].to_numpy())), grid), ["d_env"]
+    ).row(0, named=True)
     assert trend["slope"] == pytest.approx(0.05, abs=1e-6)
     assert trend["slope_hi"] - trend["slope_lo"] == pytest.approx(0, abs=1e-6)
     assert (trend["n_runs"], trend["n_points"]) == (4, 4)
 
 
-def bimodal_law(learn_rate: Callable[[np.ndarray], np.ndarray], seed: int,
-                p_learned: float = 0.35, p_stuck: float = 0.03) -> Callable[[pl.DataFrame], np.ndarray]:
+def bimodal_law(
+    learn_rate: Callable[[np.ndarray], np.ndarray], seed: int, p_learned: float = 0.35, p_stuck: float = 0.03
+) -> Callable[[pl.DataFrame], np.ndarray]:
     """Each run learns (success ``p_learned``) with probability ``learn_rate(d_env)``, else stays
     near zero: the bimodal seeds of the tiny backend, whose mean success is
     ``p_stuck + learn_rate (p_learned - p_stuck)``."""
@@ -130,6 +141,7 @@ def bimodal_law(learn_rate: Callable[[np.ndarray], np.ndarray], seed: int,
     def loss(runs: pl.DataFrame) -> np.ndarray:
         learned = rng.random(runs.height) < learn_rate(runs["d_env"].to_numpy())
         return -np.log(np.where(learned, p_learned, p_stuck))
+
     return loss
 
 
@@ -142,8 +154,9 @@ def test_success_trend_interval_covers_on_bimodal_studies(base: float, per_doubl
     covered, rises = [], []
     for study in range(200):
         law = bimodal_law(lambda d: base + per_doubling * np.log2(d), seed=study)
-        runs = simulate_study(law, grids={"d_env": (1, 2, 4, 8, 16, 32)}, seeds=(0, 1, 2, 3), n_tasks=354,
-                              seed=study).runs
+        runs = simulate_study(
+            law, grids={"d_env": (1, 2, 4, 8, 16, 32)}, seeds=(0, 1, 2, 3), n_tasks=354, seed=study
+        ).runs
         trend = success_trends(runs, ["d_env"], tier="T2").row(0, named=True)
         covered.append(trend["slope_lo"] <= truth <= trend["slope_hi"])
         rises.append(trend["slope_lo"] > 0)
@@ -155,8 +168,9 @@ def test_success_trend_interval_covers_on_bimodal_studies(base: float, per_doubl
 def test_failed_runs_excluded_and_counted() -> None:
     runs = simulate_study(product_law, seed=1).runs
     failed = runs.filter(pl.col("d_env").is_in([1, 32]), pl.col("seed") == 0)["run_key"]
-    runs = runs.with_columns(status=pl.when(pl.col("run_key").is_in(failed.implode())).then(pl.lit("failed"))
-                             .otherwise(pl.col("status")))
+    runs = runs.with_columns(
+        status=pl.when(pl.col("run_key").is_in(failed.implode())).then(pl.lit("failed")).otherwise(pl.col("status"))
+    )
     with pytest.warns(UserWarning, match="2 failed runs excluded"):
         fit = fit_axes(runs)
     d_env = fit.filter(pl.col("axis") == "d_env", pl.col("model") == "power").row(0, named=True)
@@ -165,13 +179,19 @@ def test_failed_runs_excluded_and_counted() -> None:
 
 
 def test_too_few_points_say_so() -> None:
-    runs = simulate_study(product_law, grids={"d_env": (1, 2, 4, 8), "d_task": (16, 32), "d_traj": (4, 8, 16)},
-                          seed=2).runs
+    runs = simulate_study(
+        product_law, grids={"d_env": (1, 2, 4, 8), "d_task": (16, 32), "d_traj": (4, 8, 16)}, seed=2
+    ).runs
     fit = fit_axes(runs, centre=CENTRE)
     status = {(r["axis"], r["model"]): r["status"] for r in fit.iter_rows(named=True)}
-    assert status == {("d_env", "power"): "ok", ("d_env", "floor"): "ok",
-                      ("d_task", "power"): "too_few_points", ("d_task", "floor"): "too_few_points",
-                      ("d_traj", "power"): "ok", ("d_traj", "floor"): "too_few_points"}
+    assert status == {
+        ("d_env", "power"): "ok",
+        ("d_env", "floor"): "ok",
+        ("d_task", "power"): "too_few_points",
+        ("d_task", "floor"): "too_few_points",
+        ("d_traj", "power"): "ok",
+        ("d_traj", "floor"): "too_few_points",
+    }
     d_task = fit.filter(pl.col("axis") == "d_task").row(0, named=True)
     assert d_task["alpha"] is None and "2 usable grid points" in d_task["reason"]
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 import pytest
+
 from axisrl.laws import (
     Law,
     bootstrap_joint,
@@ -27,12 +28,18 @@ CENTRE = {"d_env": 8, "d_task": 32, "d_traj": 8, "width": 64}
 GRIDS = {"d_env": [1, 2, 4, 8, 16, 32], "d_task": [8, 16, 32, 64, 128, 256], "d_traj": [2, 4, 8, 16, 32, 64]}
 FACTORIAL = {"d_env": [1, 2, 4, 8, 16, 32], "d_task": [8, 32, 128]}
 AXES = ("d_env", "d_task", "d_traj")
-NESTED = Law(E=0.1, A={"d_env": 1.0, "d_task": 2.0, "d_traj": 0.8}, alpha={"d_env": 0.5, "d_task": 0.4, "d_traj": 0.3},
-             m_star=4.0, k_star=16.0)
+NESTED = Law(
+    E=0.1,
+    A={"d_env": 1.0, "d_task": 2.0, "d_traj": 0.8},
+    alpha={"d_env": 0.5, "d_task": 0.4, "d_traj": 0.3},
+    m_star=4.0,
+    k_star=16.0,
+)
 
 
-def exact_runs(law: Law, grids: dict[str, list[int]], factorial: dict[str, list[int]] | None = None,
-               trials: int = 10**9) -> pl.DataFrame:
+def exact_runs(
+    law: Law, grids: dict[str, list[int]], factorial: dict[str, list[int]] | None = None, trials: int = 10**9
+) -> pl.DataFrame:
     """Noise-free runs (successes/trials schema): one-axis sweeps plus an optional factorial."""
     rows = [CENTRE | {axis: x} for axis, values in grids.items() for x in values]
     if factorial:
@@ -49,8 +56,11 @@ def parameters(fit: pl.DataFrame, model: str) -> dict[str, float]:
 
 def test_additive_law_with_model_size_recovered_exactly() -> None:
     axes = [*AXES, "width"]
-    law = Law(E=0.1, A={"d_env": 1.0, "d_task": 2.0, "d_traj": 0.8, "width": 3.0},
-              alpha={"d_env": 0.5, "d_task": 0.4, "d_traj": 0.3, "width": 0.35})
+    law = Law(
+        E=0.1,
+        A={"d_env": 1.0, "d_task": 2.0, "d_traj": 0.8, "width": 3.0},
+        alpha={"d_env": 0.5, "d_task": 0.4, "d_traj": 0.3, "width": 0.35},
+    )
     fit = fit_joint(exact_runs(law, GRIDS | {"width": [16, 32, 64, 128, 256]}), axes, models=("additive",))
     got = parameters(fit, "additive")
     assert got["E"] == pytest.approx(0.1, abs=1e-4)
@@ -99,8 +109,11 @@ def test_pretest_needs_a_factorial() -> None:
 
 def test_chinchilla_objective_on_noise_free_law() -> None:
     law = Law(E=0.2, A={"d_env": 1.0, "d_task": 2.0}, alpha={"d_env": 0.5, "d_task": 0.4})
-    fit = fit_joint(exact_runs(law, {a: GRIDS[a] for a in ("d_env", "d_task")}, FACTORIAL), ["d_env", "d_task"],
-                    objective="chinchilla")
+    fit = fit_joint(
+        exact_runs(law, {a: GRIDS[a] for a in ("d_env", "d_task")}, FACTORIAL),
+        ["d_env", "d_task"],
+        objective="chinchilla",
+    )
     got = parameters(fit, "additive")
     assert fit["objective"].item() == "chinchilla" and fit["status"].item() == "ok"
     assert (got["E"], got["alpha_d_env"], got["alpha_d_task"]) == pytest.approx((0.2, 0.5, 0.4), abs=1e-3)
@@ -108,7 +121,8 @@ def test_chinchilla_objective_on_noise_free_law() -> None:
 
 def test_chinchilla_reproduces_epoch_estimates() -> None:
     data = pl.read_csv(CHINCHILLA_CSV).select(
-        N=pl.col("Model Size"), D=pl.col("Training FLOP") / (6 * pl.col("Model Size")), loss=pl.col("loss"))
+        N=pl.col("Model Size"), D=pl.col("Training FLOP") / (6 * pl.col("Model Size")), loss=pl.col("loss")
+    )
     data = data.sort("loss").head(data.height - 5)  # Epoch drops the 5 highest-loss points
     fit = fit_chinchilla(data, ["N", "D"]).row(0, named=True)
     got = {"E": fit["E"], "A": fit["A_N"], "B": fit["A_D"], "alpha": fit["alpha_N"], "beta": fit["alpha_D"]}
@@ -121,7 +135,9 @@ def test_chinchilla_reproduces_epoch_estimates() -> None:
 
 
 def test_joint_bootstrap_draws_scatter_around_the_truth():
-    truth = Law(E=0.2, A={"d_env": 1.0, "d_task": 0.8, "d_traj": 0.6}, alpha={"d_env": 0.5, "d_task": 0.3, "d_traj": 0.2})
+    truth = Law(
+        E=0.2, A={"d_env": 1.0, "d_task": 0.8, "d_traj": 0.6}, alpha={"d_env": 0.5, "d_task": 0.3, "d_traj": 0.2}
+    )
     study = simulate_study(truth, interaction=FACTORIAL, seeds=(0, 1), n_tasks=512, seed=3)
     fit = fit_joint(study.runs, models=("additive",))
     draws = bootstrap_joint(study.runs, fit, n_boot=60, seed=0, episodes=study.episodes)

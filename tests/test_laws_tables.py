@@ -7,6 +7,7 @@ from collections.abc import Callable
 import numpy as np
 import polars as pl
 import pytest
+
 from axisrl.laws import (
     budget_convention_table,
     calibration_table,
@@ -24,8 +25,10 @@ CENTRE = DEFAULT_CENTRE
 
 def product_law(alpha: dict[str, float], scale: float = 1.2) -> Callable[[pl.DataFrame], np.ndarray]:
     """``L = scale prod (x / centre)^-alpha``: one-axis sweeps are exact power laws at any held values."""
+
     def loss(designs: pl.DataFrame) -> np.ndarray:
         return scale * np.prod([(designs[a].to_numpy() / CENTRE[a]) ** -alpha[a] for a in alpha], axis=0)
+
     return loss
 
 
@@ -34,8 +37,11 @@ DEFAULT_ALPHA = {"d_env": 0.45, "d_task": 0.30, "d_traj": 0.15}
 
 def relabel(runs: pl.DataFrame, family: str, **settings: object) -> pl.DataFrame:
     """The runs as another family with changed settings (and run keys that stay distinct)."""
-    return runs.with_columns(families=pl.lit([family]), run_key=pl.col("run_key") + f"-{family}",
-                             **{k: pl.lit(v) for k, v in settings.items()})
+    return runs.with_columns(
+        families=pl.lit([family]),
+        run_key=pl.col("run_key") + f"-{family}",
+        **{k: pl.lit(v) for k, v in settings.items()},
+    )
 
 
 def covers(row: dict, alpha: float) -> bool:
@@ -44,13 +50,19 @@ def covers(row: dict, alpha: float) -> bool:
 
 def test_calibration_rule_reproduces_table_4() -> None:
     centre = {"d_env": 256, "d_task": 10240, "d_traj": 8}
-    sweeps = {"d_env": ([64, 128, 256, 512], [28.1, 30.4, 31.2, 31.5]),
-              "d_task": ([2560, 5120, 10240, 20480], [27.9, 29.8, 30.9, 31.2]),
-              "d_traj": ([2, 4, 8, 16, 32], [25.4, 28.6, 30.6, 31.0, 31.2])}
+    sweeps = {
+        "d_env": ([64, 128, 256, 512], [28.1, 30.4, 31.2, 31.5]),
+        "d_task": ([2560, 5120, 10240, 20480], [27.9, 29.8, 30.9, 31.2]),
+        "d_traj": ([2, 4, 8, 16, 32], [25.4, 28.6, 30.6, 31.0, 31.2]),
+    }
     trials = 100_000
     for axis, (values, percent) in sweeps.items():
-        runs = pl.DataFrame([centre | {axis: v, "successes": round(p * trials / 100), "trials": trials,
-                                       "families": ["calibration"]} for v, p in zip(values, percent, strict=True)])
+        runs = pl.DataFrame(
+            [
+                centre | {axis: v, "successes": round(p * trials / 100), "trials": trials, "families": ["calibration"]}
+                for v, p in zip(values, percent, strict=True)
+            ]
+        )
         table = calibration_table(runs, [axis], centre=centre)
         assert table.filter(pl.col("selected"))["value"].item() == centre[axis], axis
         assert not table["at_grid_edge"].any()
@@ -60,8 +72,16 @@ def test_calibration_rule_reproduces_table_4() -> None:
 def test_held_axis_table_fits_each_held_setting() -> None:
     law = product_law(DEFAULT_ALPHA)
     default = simulate_study(law, n_tasks=1024, seed=0).runs
-    quarter = relabel(simulate_study(law, grids={"d_traj": DEFAULT_GRIDS["d_traj"]}, n_tasks=1024, seed=1,
-                                     centre={"d_env": 2, "d_task": 8, "d_traj": 2}).runs, "held_axis_quarter")
+    quarter = relabel(
+        simulate_study(
+            law,
+            grids={"d_traj": DEFAULT_GRIDS["d_traj"]},
+            n_tasks=1024,
+            seed=1,
+            centre={"d_env": 2, "d_task": 8, "d_traj": 2},
+        ).runs,
+        "held_axis_quarter",
+    )
     table = held_axis_table(pl.concat([default, quarter]), ["d_traj"]).filter(pl.col("model") == "power")
     assert table.select("d_env", "d_task", "d_traj").rows() == [(2, 8, None), (8, 32, None)]
     assert all(covers(row, 0.15) for row in table.iter_rows(named=True))
@@ -69,14 +89,23 @@ def test_held_axis_table_fits_each_held_setting() -> None:
 
 def test_pool_construction_and_budget_tables_group_by_setting() -> None:
     default = simulate_study(product_law(DEFAULT_ALPHA), seed=2).runs
-    s3 = relabel(simulate_study(product_law(DEFAULT_ALPHA | {"d_env": 0.25}), grids={"d_env": DEFAULT_GRIDS["d_env"]},
-                                seed=3).runs, "pool_s3", env_level="s3")
+    s3 = relabel(
+        simulate_study(
+            product_law(DEFAULT_ALPHA | {"d_env": 0.25}), grids={"d_env": DEFAULT_GRIDS["d_env"]}, seed=3
+        ).runs,
+        "pool_s3",
+        env_level="s3",
+    )
     pools = pool_construction_table(pl.concat([default, s3])).filter(pl.col("model") == "power")
     assert pools["env_level"].to_list() == ["s1", "s3"]
     assert [covers(row, a) for row, a in zip(pools.iter_rows(named=True), [0.45, 0.25], strict=True)] == [True, True]
-    capped = relabel(simulate_study(product_law(DEFAULT_ALPHA | {"d_traj": 0.05}),
-                                    grids={"d_traj": DEFAULT_GRIDS["d_traj"]}, seed=4).runs,
-                     "budget_token_cap", budget="token_cap")
+    capped = relabel(
+        simulate_study(
+            product_law(DEFAULT_ALPHA | {"d_traj": 0.05}), grids={"d_traj": DEFAULT_GRIDS["d_traj"]}, seed=4
+        ).runs,
+        "budget_token_cap",
+        budget="token_cap",
+    )
     budgets = budget_convention_table(pl.concat([default, capped]), ["d_traj"]).filter(pl.col("model") == "power")
     assert budgets["budget"].to_list() == ["fixed_visits", "token_cap"]
     assert [covers(row, a) for row, a in zip(budgets.iter_rows(named=True), [0.15, 0.05], strict=True)] == [True, True]
@@ -86,13 +115,16 @@ def test_worlds_variants_table_delta_loss_per_doubling() -> None:
     def loss(designs: pl.DataFrame) -> np.ndarray:
         return designs["worlds"].to_numpy() ** -0.3
 
-    study = simulate_study(loss, grids={"worlds": (1, 2, 4, 8)}, centre={"d_env": 16, "d_task": 32, "d_traj": 8},
-                           n_tasks=2048, seed=5)
+    study = simulate_study(
+        loss, grids={"worlds": (1, 2, 4, 8)}, centre={"d_env": 16, "d_task": 32, "d_traj": 8}, n_tasks=2048, seed=5
+    )
     runs = relabel(study.runs, "worlds_variants")
     episodes = study.episodes.with_columns(run_key=pl.col("run_key") + "-worlds_variants")
-    truth = [None] + [float(w ** -0.3 - (2 * w) ** -0.3) for w in (1, 2, 4)]
-    for frame in (worlds_variants_table(runs, n_boot=200, seed=0),
-                  worlds_variants_table(runs, n_boot=200, seed=0, episodes=episodes)):
+    truth = [None] + [float(w**-0.3 - (2 * w) ** -0.3) for w in (1, 2, 4)]
+    for frame in (
+        worlds_variants_table(runs, n_boot=200, seed=0),
+        worlds_variants_table(runs, n_boot=200, seed=0, episodes=episodes),
+    ):
         assert frame.select("worlds", "variants").rows() == [(1, 16), (2, 8), (4, 4), (8, 2)]
         assert frame["delta_loss_per_doubling"][1:].to_list() == pytest.approx(truth[1:], abs=0.04)
         for row, delta in zip(frame.iter_rows(named=True), truth, strict=True):
@@ -114,8 +146,13 @@ def test_subset_fit_table_six_versus_eight_points() -> None:
 def test_task_dedup_table_relabels_d_task() -> None:
     runs = simulate_study(product_law(DEFAULT_ALPHA), n_tasks=2048, seed=7).runs
     raw = np.array(DEFAULT_GRIDS["d_task"], dtype=float)
-    effective = pl.DataFrame({"rule": ["raw"] * len(raw) + ["embedding"] * len(raw),
-                              "d_task": np.r_[raw, raw].astype(np.int64), "d_task_effective": np.r_[raw, raw**0.9]})
+    effective = pl.DataFrame(
+        {
+            "rule": ["raw"] * len(raw) + ["embedding"] * len(raw),
+            "d_task": np.r_[raw, raw].astype(np.int64),
+            "d_task_effective": np.r_[raw, raw**0.9],
+        }
+    )
     table = task_dedup_table(runs, effective).filter(pl.col("model") == "power")
     assert table["rule"].to_list() == ["raw", "embedding"]
     assert table["d_task_effective_reference"].to_list() == pytest.approx([32.0, 32.0**0.9])

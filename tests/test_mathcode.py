@@ -9,6 +9,7 @@ from collections import Counter
 
 import pytest
 import reasoning_gym
+
 from axisrl.backends.vllm_eval import evaluate
 from axisrl.domains import mathcode as mc
 from axisrl.domains.mathcode import sandbox, verifier
@@ -16,17 +17,65 @@ from axisrl.domains.mathcode.verifier import SCORER
 from axisrl.domains.toolworld import Pool
 from axisrl.domains.toolworld.canon import canonical_json
 
-MATHCODE = {"generators": ["basic_arithmetic", "gcd", "bf"], "heldout_generators": ["lcm", "count_bits", "products"],
-            "tools": ["answer", "calculator", "python"], "python_states": ["stateless", "persistent"],
-            "python_outputs": ["stdout", "echo"], "grammars": ["plain", "tagged"], "python_timeout_s": 5}
-CFG = {"seed": 0, "tasks_per_env": 4, "contents_per_variant": 2, "max_steps": 6, "placebo_contents": 3,
-       "placebo_tasks_per_env": 4, "mathcode": MATHCODE,
-       "heldout": {"seed": 1000003, "tasks_per_env": 3, "t0_envs": 3, "t1_envs": 2, "t2_worlds": 2,
-                   "t2_variants_per_world": 3}}
-ENV_COLUMNS = {"env_id", "world_id", "world_seed", "variant_index", "variant_seed", "content_seed", "skin_index",
-               "split", "tier", "n_tables", "n_tools", "n_rows", "edits", "vocabulary", "spec"}
-TASK_COLUMNS = {"task_id", "env_id", "skeleton", "skill_sig", "verifier_sig", "instruction", "reference", "goal",
-                "answer", "n_steps", "n_distractors", "id_depth", "split", "tier"}
+MATHCODE = {
+    "generators": ["basic_arithmetic", "gcd", "bf"],
+    "heldout_generators": ["lcm", "count_bits", "products"],
+    "tools": ["answer", "calculator", "python"],
+    "python_states": ["stateless", "persistent"],
+    "python_outputs": ["stdout", "echo"],
+    "grammars": ["plain", "tagged"],
+    "python_timeout_s": 5,
+}
+CFG = {
+    "seed": 0,
+    "tasks_per_env": 4,
+    "contents_per_variant": 2,
+    "max_steps": 6,
+    "placebo_contents": 3,
+    "placebo_tasks_per_env": 4,
+    "mathcode": MATHCODE,
+    "heldout": {
+        "seed": 1000003,
+        "tasks_per_env": 3,
+        "t0_envs": 3,
+        "t1_envs": 2,
+        "t2_worlds": 2,
+        "t2_variants_per_world": 3,
+    },
+}
+ENV_COLUMNS = {
+    "env_id",
+    "world_id",
+    "world_seed",
+    "variant_index",
+    "variant_seed",
+    "content_seed",
+    "skin_index",
+    "split",
+    "tier",
+    "n_tables",
+    "n_tools",
+    "n_rows",
+    "edits",
+    "vocabulary",
+    "spec",
+}
+TASK_COLUMNS = {
+    "task_id",
+    "env_id",
+    "skeleton",
+    "skill_sig",
+    "verifier_sig",
+    "instruction",
+    "reference",
+    "goal",
+    "answer",
+    "n_steps",
+    "n_distractors",
+    "id_depth",
+    "split",
+    "tier",
+}
 S1 = ("sig_api", "sig_schema", "sig_sem")
 
 
@@ -41,8 +90,9 @@ def specs(pool) -> dict[str, dict]:
 
 
 def dump(pool) -> str:
-    return canonical_json([pool.envs, pool.tasks, pool.heldout_envs, pool.heldout_tasks, pool.placebo_envs,
-                           pool.placebo_tasks])
+    return canonical_json(
+        [pool.envs, pool.tasks, pool.heldout_envs, pool.heldout_tasks, pool.placebo_envs, pool.placebo_tasks]
+    )
 
 
 def structure(spec: dict) -> tuple:
@@ -67,6 +117,7 @@ def python(code: str) -> dict:
 
 
 # ------------------------------------------------------------------------------------------ pool
+
 
 def test_same_config_gives_an_identical_pool_and_another_seed_does_not(pool):
     assert dump(mc.generate_pool(CFG)) == dump(pool)
@@ -125,14 +176,21 @@ def test_default_generators_are_disjoint_and_each_yields_verified_tasks():
     assert not set(mc.GENERATORS) & set(mc.HELDOUT_GENERATORS)
     assert len(set(mc.GENERATORS)) == len(mc.GENERATORS)
     for generator in mc.GENERATORS + mc.HELDOUT_GENERATORS:
-        spec = {"domain": "mathcode", "generator": generator, "harness": mc.Harness("answer").as_dict(),
-                "content_seed": 777, "max_steps": 4, "python_timeout_s": 5}
+        spec = {
+            "domain": "mathcode",
+            "generator": generator,
+            "harness": mc.Harness("answer").as_dict(),
+            "content_seed": 777,
+            "max_steps": 4,
+            "python_timeout_s": 5,
+        }
         tasks = mc.generate_tasks(spec, "env", 2)
         assert len(tasks) == 2, generator
         assert mc.generate_tasks(spec, "env", 2) == tasks, generator
 
 
 # -------------------------------------------------------------------------------------- verifier
+
 
 def test_the_reference_verifies_and_a_wrong_or_missing_answer_does_not(pool, specs):
     for task in pool.tasks + pool.heldout_tasks:
@@ -166,9 +224,16 @@ def test_scoring_runs_answers_in_another_process_and_gives_up_after_the_time_lim
 
 # --------------------------------------------------------------------------------------- harness
 
+
 def harness_spec(tools: str, state: str | None = None, output: str | None = None, timeout: float = 5) -> dict:
-    return {"domain": "mathcode", "generator": "gcd", "harness": mc.Harness(tools, state, output).as_dict(),
-            "content_seed": 1, "max_steps": 5, "python_timeout_s": timeout}
+    return {
+        "domain": "mathcode",
+        "generator": "gcd",
+        "harness": mc.Harness(tools, state, output).as_dict(),
+        "content_seed": 1,
+        "max_steps": 5,
+        "python_timeout_s": timeout,
+    }
 
 
 def observations(spec: dict, calls: list[dict]) -> list[dict]:
@@ -188,8 +253,9 @@ def test_python_state_and_output_change_what_the_agent_observes():
 
 def test_tool_errors_and_timeouts_are_observations():
     calc, answer = harness_spec("calculator"), harness_spec("answer")
-    assert observations(calc, [{"name": "calculate", "arguments": {"expression": "sqrt(16) * 2"}}]) == \
-        [{"output": "8.0\n"}]
+    assert observations(calc, [{"name": "calculate", "arguments": {"expression": "sqrt(16) * 2"}}]) == [
+        {"output": "8.0\n"}
+    ]
     [blocked] = observations(calc, [{"name": "calculate", "arguments": {"expression": "__import__('os')"}}])
     assert "NameError" in blocked["error"]
     assert "unknown tool" in observations(answer, [python("1")])[0]["error"]
@@ -211,12 +277,12 @@ def test_the_step_limit_ends_an_episode():
 
 # ------------------------------------------------------------------------------------ signatures
 
+
 def test_signatures_group_harness_variants(pool, specs):
     sigs = {env_id: mc.signatures(spec) for env_id, spec in specs.items()}
     by_structure: dict[tuple, set] = {}
     for env in pool.envs:
-        by_structure.setdefault(structure(specs[env["env_id"]]), set()).add(
-            tuple(sigs[env["env_id"]][k] for k in S1))
+        by_structure.setdefault(structure(specs[env["env_id"]]), set()).add(tuple(sigs[env["env_id"]][k] for k in S1))
     # grammars and contents of one structure share one S1 identity; structures never share one
     assert all(len(identities) == 1 for identities in by_structure.values())
     assert len(set().union(*by_structure.values())) == len(by_structure)
@@ -234,14 +300,18 @@ def test_signatures_group_harness_variants(pool, specs):
         ("generator", "lcm"): {"sig_schema", "sig_ver", "skin"},
     }
     for (key, value), expected in cases.items():
-        changed = {**variant, key: value} if key in ("content_seed", "generator") else \
-            {**variant, "harness": {**variant["harness"], key: value}}
+        changed = (
+            {**variant, key: value}
+            if key in ("content_seed", "generator")
+            else {**variant, "harness": {**variant["harness"], key: value}}
+        )
         assert differing(mc.signatures(base), mc.signatures(changed)) == expected, key
     assert "sig_api" in differing(mc.signatures(base), mc.signatures(harness_spec("calculator")))
     assert mc.signatures(harness_spec("answer"))["sig_api"] != mc.signatures(harness_spec("calculator"))["sig_api"]
 
 
 # ------------------------------------------------------------------------------ evaluation loop
+
 
 class Scripted:
     """Completions by user message (one per turn), the way the vLLM loop receives them."""
@@ -268,5 +338,4 @@ def test_the_vllm_loop_plays_mathcode_episodes(pool, specs):
         answer = f"<answer>{task['answer']}</answer>" if grammar == "tagged" else task["answer"]
         scripts[task["instruction"]] = [python(f"print({task['answer']!r})"), finish(answer)]
     rows = evaluate(Scripted(scripts), pool.heldout_envs, tasks, "mathcode", max_turns=4, workers=2)
-    assert all(row["success"] and row["steps"] == 2 and row["tool_calls"] == 1 and row["errors"] == 0
-               for row in rows)
+    assert all(row["success"] and row["steps"] == 2 and row["tool_calls"] == 1 and row["errors"] == 0 for row in rows)

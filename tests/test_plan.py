@@ -3,11 +3,10 @@ import copy
 import polars as pl
 import pytest
 
-from axisrl.config import ConfigError, hashed_part, load_yaml, validate_config
+from axisrl.config import ConfigError, load_yaml, validate_config
 from axisrl.datasets import PoolTooSmall, select_training_data, task_capacity
 from axisrl.plan import AXES, plan_designs, plan_rows, pricing_points, spread
 from axisrl.stages import study
-
 from conftest import DEFAULT_CONFIG
 
 
@@ -26,11 +25,18 @@ def jobs(config, schema):
 def test_axis_sweeps_share_the_centre_and_the_plan_is_deterministic(config, schema):
     designs = plan_designs(config["study"])
     centre = config["study"]["centre"]
-    centres = [p for p in designs.values()
-               if all(getattr(p.design, axis) == centre[axis] for axis in AXES) and p.design.budget == "fixed_visits"
-               and p.design.width == config["study"]["width"] and p.design.algo == "grpo"
-               and p.design.env_level == "s1" and p.design.reward_density == "sparse" and p.design.worlds is None
-               and p.design.source == "real"]
+    centres = [
+        p
+        for p in designs.values()
+        if all(getattr(p.design, axis) == centre[axis] for axis in AXES)
+        and p.design.budget == "fixed_visits"
+        and p.design.width == config["study"]["width"]
+        and p.design.algo == "grpo"
+        and p.design.env_level == "s1"
+        and p.design.reward_density == "sparse"
+        and p.design.worlds is None
+        and p.design.source == "real"
+    ]
     assert len(centres) == 1 and "axis_sweeps" in centres[0].families
     assert {f"axis_sweeps:{axis}" for axis in AXES} <= set(centres[0].sweeps)
     sweep = [p for p in designs.values() if "axis_sweeps" in p.families]
@@ -95,28 +101,45 @@ def test_designs_with_fewer_tasks_than_environments_are_refused(config, schema):
 def test_designs_that_cannot_execute_their_budget_are_refused_with_the_design_named(config, schema):
     visits = copy.deepcopy(config)
     visits["train"]["visits_per_update"] = 16  # more visits per update than the d_task = 8 point has tasks
-    with pytest.raises(ConfigError, match=r"fixed_visits design d_env=\d+ d_task=8 d_traj=8: "
-                                          r"train.visits_per_update=16 exceeds d_task=8 \(an update would visit a task twice\) "
-                                          r"\(axis_sweeps\)"):
+    with pytest.raises(
+        ConfigError,
+        match=r"fixed_visits design d_env=\d+ d_task=8 d_traj=8: "
+        r"train.visits_per_update=16 exceeds d_task=8 \(an update would visit a task twice\) "
+        r"\(axis_sweeps\)",
+    ):
         jobs(visits, schema)
     capped = copy.deepcopy(config)
     capped["train"]["episodes_per_update"] = 16  # the token_cap sweep's d_traj = 64 cannot fill one update
-    with pytest.raises(ConfigError, match="token_cap design .* d_traj=64: d_traj=64 exceeds train.episodes_per_update=16"):
+    with pytest.raises(
+        ConfigError, match="token_cap design .* d_traj=64: d_traj=64 exceeds train.episodes_per_update=16"
+    ):
         jobs(capped, schema)
 
 
-ENVS = pl.DataFrame({
-    "env_id": [f"e{i}" for i in range(6)],
-    "world_id": ["w0", "w0", "w0", "w1", "w1", "w2"],
-    "env_s1": ["a", "a", "b", "c", "d", "e"],
-})
-TASKS = pl.DataFrame({
-    "task_id": [f"t{i:02d}" for i in range(30)],
-    "env_id": [f"e{i % 6}" for i in range(30)],
-    "keep": [i != 7 for i in range(30)],
-})
-DESIGN = {"d_env": 2, "d_task": 6, "d_traj": 2, "width": 8, "algo": "grpo", "reward_density": "sparse",
-          "env_level": "s1", "worlds": None}
+ENVS = pl.DataFrame(
+    {
+        "env_id": [f"e{i}" for i in range(6)],
+        "world_id": ["w0", "w0", "w0", "w1", "w1", "w2"],
+        "env_s1": ["a", "a", "b", "c", "d", "e"],
+    }
+)
+TASKS = pl.DataFrame(
+    {
+        "task_id": [f"t{i:02d}" for i in range(30)],
+        "env_id": [f"e{i % 6}" for i in range(30)],
+        "keep": [i != 7 for i in range(30)],
+    }
+)
+DESIGN = {
+    "d_env": 2,
+    "d_task": 6,
+    "d_traj": 2,
+    "width": 8,
+    "algo": "grpo",
+    "reward_density": "sparse",
+    "env_level": "s1",
+    "worlds": None,
+}
 
 
 def test_selection_is_nested_and_spread_over_environments():
@@ -195,8 +218,11 @@ def test_mixtures_price_every_method_with_interpolating_real_baselines(config, s
         assert len(amounts) == (2 if method in mixtures["second_amount"]["methods"] else 1)
         for amount in amounts:
             at = [p for p in mine if p.real_amount == amount]
-            ratios = mixtures["ratios"] if amount == amounts[0] else \
-                spread(mixtures["ratios"], mixtures["second_amount"]["ratio_points"])
+            ratios = (
+                mixtures["ratios"]
+                if amount == amounts[0]
+                else spread(mixtures["ratios"], mixtures["second_amount"]["ratio_points"])
+            )
             assert sorted(p.ratio for p in at if p.role == "mixture") == sorted(map(float, ratios))
             real = sorted(getattr(p.design, axis) for p in at if p.role == "real")
             assert real == [amount * m for m in (1, *mixtures["real_multiples"])]
@@ -229,8 +255,9 @@ def test_repeated_sweeps_spread_family_points_over_the_grid_and_the_axis_sweeps_
     assert swept("held_axis_double") == [1, 4, 32]
     study["family_points"] = None
     assert swept("axis_sweeps") == sorted(study["grids"]["d_env"])
-    assert {getattr(p.design, "d_env") for p in plan_designs(study).values() if "pool_s3:d_env" in p.sweeps} \
-        == set(study["grids"]["d_env"])
+    assert {p.design.d_env for p in plan_designs(study).values() if "pool_s3:d_env" in p.sweeps} == set(
+        study["grids"]["d_env"]
+    )
     mixtures = study["families"]["mixtures"]
     second = [p.ratio for p in pricing_points(study) if p.source == "awm" and p.role == "mixture"]
     assert sorted(second) == sorted([*mixtures["ratios"], *spread(mixtures["ratios"], 4)])
@@ -261,29 +288,39 @@ def test_only_mixture_runs_depend_on_the_synthetic_sources(config, schema):
         assert (point.train.key != moved[key].train.key) == (point.design.source != "real"), point.design
 
 
-SYNTHETIC_ENVS = pl.DataFrame({
-    "env_id": [f"s{i}" for i in range(4)], "world_id": ["v0", "v1", "v2", "v3"], "env_s1": ["p", "q", "r", "s"],
-    "source": ["awm"] * 4,
-})
-SYNTHETIC_TASKS = pl.DataFrame({
-    "task_id": [f"u{i:02d}" for i in range(16)],
-    "env_id": [f"s{i % 4}" for i in range(8)] + [f"e{i % 2}" for i in range(8)],
-    "keep": [True] * 16, "source": ["awm"] * 8 + ["sca"] * 8,
-})
+SYNTHETIC_ENVS = pl.DataFrame(
+    {
+        "env_id": [f"s{i}" for i in range(4)],
+        "world_id": ["v0", "v1", "v2", "v3"],
+        "env_s1": ["p", "q", "r", "s"],
+        "source": ["awm"] * 4,
+    }
+)
+SYNTHETIC_TASKS = pl.DataFrame(
+    {
+        "task_id": [f"u{i:02d}" for i in range(16)],
+        "env_id": [f"s{i % 4}" for i in range(8)] + [f"e{i % 2}" for i in range(8)],
+        "keep": [True] * 16,
+        "source": ["awm"] * 8 + ["sca"] * 8,
+    }
+)
 
 
 def test_mixtures_add_their_sources_units_to_the_real_selection():
     real_envs, real_tasks = select_training_data(ENVS, TASKS, {**DESIGN, "d_env": 2, "d_task": 4})
     pool = (SYNTHETIC_ENVS, SYNTHETIC_TASKS)
-    envs, tasks = select_training_data(ENVS, TASKS, {**DESIGN, "d_env": 2, "d_task": 4, "source": "awm",
-                                                    "ratio": 1.0, "d_traj": 2}, pool)
+    envs, tasks = select_training_data(
+        ENVS, TASKS, {**DESIGN, "d_env": 2, "d_task": 4, "source": "awm", "ratio": 1.0, "d_traj": 2}, pool
+    )
     assert envs.height == real_envs.height + 2 and tasks.height == 8
     assert tasks.head(4)["task_id"].to_list() == real_tasks["task_id"].to_list()
     assert set(tasks.tail(4)["env_id"]) == {"s0", "s1"}
-    _, tasks = select_training_data(ENVS, TASKS, {**DESIGN, "d_env": 2, "d_task": 4, "source": "sca",
-                                                 "ratio": 0.5, "d_traj": 2}, pool)
+    _, tasks = select_training_data(
+        ENVS, TASKS, {**DESIGN, "d_env": 2, "d_task": 4, "source": "sca", "ratio": 0.5, "d_traj": 2}, pool
+    )
     assert tasks.height == 6 and set(tasks.tail(2)["task_id"]) <= set(SYNTHETIC_TASKS["task_id"])
     assert set(tasks.tail(2)["env_id"]) == {"e0", "e1"}
     with pytest.raises(PoolTooSmall, match="needs d_task_synthetic=16"):
-        select_training_data(ENVS, TASKS, {**DESIGN, "d_env": 2, "d_task": 4, "source": "sca", "ratio": 4.0,
-                                           "d_traj": 2}, pool)
+        select_training_data(
+            ENVS, TASKS, {**DESIGN, "d_env": 2, "d_task": 4, "source": "sca", "ratio": 4.0, "d_traj": 2}, pool
+        )

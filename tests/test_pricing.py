@@ -3,6 +3,7 @@
 import numpy as np
 import polars as pl
 import pytest
+
 from axisrl.pricing import fit_collapse, fit_peak, fit_real_law, kappa_at, price, pricing_tables, simulate_mixture
 
 AXIS = "d_env"
@@ -39,8 +40,9 @@ def test_collapse_ratio_recovered():
 
 
 def test_crossing_beyond_range_is_censored():
-    _, mixed = simulate_mixture(AXIS, REAL_GRID, D_R, RATIOS, **LAW, kappa=0.0, collapse=(0.5, 1.05, 3.0, 200.0),
-                                seed=4)
+    _, mixed = simulate_mixture(
+        AXIS, REAL_GRID, D_R, RATIOS, **LAW, kappa=0.0, collapse=(0.5, 1.05, 3.0, 200.0), seed=4
+    )
     row = fit_collapse(mixed, n_boot=100, seed=0).row(0, named=True)
     assert row["censored"] == ">r_max"
     assert row["r_star"] is None
@@ -68,10 +70,13 @@ def test_not_interpolated_without_2x_real_coverage():
     assert not kappa_at(real, mixed, AXIS, D_R, n_boot=20).row(0, named=True)["interpolated"]
 
 
-@pytest.mark.parametrize(("real", "status"), [
-    ("missing", "no real-only baseline"),
-    ("failed", "real-only baseline failed"),
-])
+@pytest.mark.parametrize(
+    ("real", "status"),
+    [
+        ("missing", "no real-only baseline"),
+        ("failed", "real-only baseline failed"),
+    ],
+)
 def test_bad_baseline_yields_status_row(real, status):
     runs, mixed = simulate_mixture(AXIS, REAL_GRID, D_R, RATIOS, **LAW, seed=6)
     runs = runs.clear() if real == "missing" else runs.with_columns(status=pl.lit("failed"))
@@ -100,7 +105,10 @@ def test_peak_of_a_rise_then_collapse_is_recovered():
     real, mixed = simulate_mixture(AXIS, REAL_GRID, D_R, RATIOS, **LAW, kappa=0.8, collapse=collapse, seed=2)
     dense = np.exp(np.linspace(np.log(0.25), np.log(16), 2001))
     from axisrl.pricing import logistic
-    truth = dense[np.argmax(np.exp(-LAW["A"] * (D_R * (1 + 0.8 * dense)) ** -LAW["alpha"]) * logistic(dense, *collapse))]
+
+    truth = dense[
+        np.argmax(np.exp(-LAW["A"] * (D_R * (1 + 0.8 * dense)) ** -LAW["alpha"]) * logistic(dense, *collapse))
+    ]
     row = fit_peak(real, mixed, AXIS, D_R, n_boot=100, seed=0).row(0, named=True)
     assert row["status"] == "ok" and row["censored"] is None
     assert row["r_star"] == pytest.approx(truth, rel=0.4)
@@ -114,13 +122,25 @@ def _study(kappa: float, collapse, seed: int, source: str = "awm") -> tuple[pl.D
     real, mixed = simulate_mixture(AXIS, REAL_GRID[2:], D_R, RATIOS, **LAW, kappa=kappa, collapse=collapse, seed=seed)
     real = real.with_columns(role=pl.lit("real"), ratio=pl.lit(0.0), multiple=(pl.col(AXIS) / D_R).cast(pl.Int64))
     mixed = mixed.filter(pl.col("ratio") > 0).with_columns(role=pl.lit("mixture"), multiple=pl.lit(1, dtype=pl.Int64))
-    both = pl.concat([real.select("role", "ratio", "multiple", "successes", "trials", "seed"),
-                      mixed.select("role", "ratio", "multiple", "successes", "trials", "seed")])
+    both = pl.concat(
+        [
+            real.select("role", "ratio", "multiple", "successes", "trials", "seed"),
+            mixed.select("role", "ratio", "multiple", "successes", "trials", "seed"),
+        ]
+    )
     both = both.with_columns(point_key=pl.format("{}-{}-{}-{}", pl.lit(source), "role", "ratio", "multiple"))
-    runs = both.select("point_key", "seed", status=pl.lit("ok"), p_T2=pl.col("successes") / pl.col("trials"),
-                       n_T2=pl.col("trials"))
-    points = both.select("point_key", source=pl.lit(source), axis=pl.lit(AXIS), real_amount=pl.lit(D_R),
-                         role="role", ratio="ratio", multiple="multiple").unique(maintain_order=True)
+    runs = both.select(
+        "point_key", "seed", status=pl.lit("ok"), p_T2=pl.col("successes") / pl.col("trials"), n_T2=pl.col("trials")
+    )
+    points = both.select(
+        "point_key",
+        source=pl.lit(source),
+        axis=pl.lit(AXIS),
+        real_amount=pl.lit(D_R),
+        role="role",
+        ratio="ratio",
+        multiple="multiple",
+    ).unique(maintain_order=True)
     return runs, points
 
 
@@ -129,6 +149,7 @@ def test_price_reports_kappa_r_star_and_tables_for_each_source():
     frames = price(runs, points, {"awm": 4.1}, n_boot=100)
     row = frames["pricing"].row(0, named=True)
     from axisrl.pricing import logistic
+
     loss = LAW["A"] * D_R ** -LAW["alpha"] - np.log(logistic(np.array(1.0), 0.5, 1.05, 3.0, 5.0))
     implied = (loss / LAW["A"]) ** (-1 / LAW["alpha"]) / D_R - 1  # no added value, seen through s(1) = 1.05
     assert row["kappa_status"] == "ok" and row["kappa_lo"] <= implied <= row["kappa_hi"]
@@ -149,9 +170,13 @@ def test_a_source_without_real_baseline_gets_a_row_that_says_so():
     assert "no real-only baseline" in row["collapse_status"]
 
 
-
-@pytest.mark.parametrize("s", [[1.0, 1.0, 1.0, 1.0, 0.2, 0.2, 0.2],  # a step: the slope's bound binds
-                               [1.0, 0.97, 0.9, 0.75, 0.55, 0.45, 0.42]])
+@pytest.mark.parametrize(
+    "s",
+    [
+        [1.0, 1.0, 1.0, 1.0, 0.2, 0.2, 0.2],  # a step: the slope's bound binds
+        [1.0, 0.97, 0.9, 0.75, 0.55, 0.45, 0.42],
+    ],
+)
 def test_the_bootstraps_fast_fit_agrees_with_the_polished_point_fit(s):
     """Replicates are fitted by Levenberg-Marquardt through a logistic substitution, point estimates
     are then polished by the bounded trust region: both stay in the box and fit equally well."""

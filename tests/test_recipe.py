@@ -13,6 +13,7 @@ from dataclasses import replace
 import numpy as np
 import polars as pl
 import pytest
+
 from axisrl.laws.joint import Law, predict_loss
 from axisrl.recipe import (
     RECIPE_AXES,
@@ -35,13 +36,30 @@ from axisrl.recipe.problem import _loss_and_log_gradient, _Problem
 from axisrl.recipe.solve import _solve, draw_path
 
 DATA_ALPHA = {"d_env": 0.5, "d_task": 0.3, "d_traj": 0.15}
-LAW = Law(E=0.2, A={"width": 2.0, "d_env": 3.0, "d_task": 4.0, "d_traj": 1.5},
-          alpha={"width": 0.3, "d_env": 0.5, "d_task": 0.3, "d_traj": 0.15})
+LAW = Law(
+    E=0.2,
+    A={"width": 2.0, "d_env": 3.0, "d_task": 4.0, "d_traj": 1.5},
+    alpha={"width": 0.3, "d_env": 0.5, "d_task": 0.3, "d_traj": 0.15},
+)
 NESTED = Law(E=0.2, A=LAW.A, alpha=LAW.alpha, m_star=20.0, k_star=30.0)
 LINEAR = CostModel("usd", visits=256.0, c_width=50.0, c_env=20.0, c_task=1.0, c_traj=0.05, terms=("linear",))
-FULL = CostModel("gpu_seconds", visits=256.0, c_width=50.0, c_env=20.0, c_task=1.0, c_traj=0.05, c_token=1e-6,
-                 tokens_per_rollout=1000.0, model_size_exponent=2.0, steps_per_rollout=4.0, env_seconds_per_call=0.5,
-                 verifier_seconds_per_rollout=1.0, c_second=1e-3, failed_fraction=0.2, utilization=0.5)
+FULL = CostModel(
+    "gpu_seconds",
+    visits=256.0,
+    c_width=50.0,
+    c_env=20.0,
+    c_task=1.0,
+    c_traj=0.05,
+    c_token=1e-6,
+    tokens_per_rollout=1000.0,
+    model_size_exponent=2.0,
+    steps_per_rollout=4.0,
+    env_seconds_per_call=0.5,
+    verifier_seconds_per_rollout=1.0,
+    c_second=1e-3,
+    failed_fraction=0.2,
+    utilization=0.5,
+)
 WIDTH = {"width": (1.0, 1e6)}
 DESIGN = {"width": 64.0, "d_env": 30.0, "d_task": 500.0, "d_traj": 8.0}
 
@@ -70,8 +88,12 @@ def _inverse_alpha_rule(alpha: Mapping[str, float]) -> dict[str, float]:
 def test_full_cost_matches_the_stated_formula():
     n, d_env, d_task, d_traj = DESIGN.values()
     rollouts = FULL.visits * d_traj  # the training budget's visits, d_traj rollouts each
-    expected = (50.0 * n / 0.5 + 20.0 * d_env + 1.0 * d_task
-                + rollouts / 0.8 * (0.05 + 1e-6 * n**2 * 1000.0 / 0.5 + (4.0 * 0.5 + 1.0) * 1e-3))
+    expected = (
+        50.0 * n / 0.5
+        + 20.0 * d_env
+        + 1.0 * d_task
+        + rollouts / 0.8 * (0.05 + 1e-6 * n**2 * 1000.0 / 0.5 + (4.0 * 0.5 + 1.0) * 1e-3)
+    )
     assert float(FULL.cost(DESIGN)) == pytest.approx(expected, rel=1e-12)
     linear = 50.0 * n + 20.0 * d_env + d_task + 0.05 * rollouts
     assert float(LINEAR.cost(DESIGN)) == pytest.approx(linear, rel=1e-12)
@@ -88,8 +110,14 @@ def test_each_term_in_table19_order_raises_the_cost():
         assert float(FULL.perturbed(name, 1.5).cost(DESIGN)) > float(FULL.cost(DESIGN)), name
     assert float(FULL.perturbed("utilization", 1.5).cost(DESIGN)) < float(FULL.cost(DESIGN))
     # N is a width: with model_size_exponent 2 the bilinear term grows as width^2
-    bilinear = CostModel("flop", visits=256.0, c_token=1e-6, tokens_per_rollout=1000.0, model_size_exponent=2.0,
-                         terms=("linear", "bilinear"))
+    bilinear = CostModel(
+        "flop",
+        visits=256.0,
+        c_token=1e-6,
+        tokens_per_rollout=1000.0,
+        model_size_exponent=2.0,
+        terms=("linear", "bilinear"),
+    )
     assert float(bilinear.cost(DESIGN | {"width": 128.0})) == pytest.approx(4 * float(bilinear.cost(DESIGN)))
 
 
@@ -105,24 +133,26 @@ def test_log_gradient_matches_finite_differences(label):
         np.testing.assert_allclose(analytic[axis], (up - down) / (2 * step), rtol=1e-6)
 
 
-@pytest.mark.parametrize("config, match", [
-    ({"currency": "usd", "c_env": -1.0, "visits": 1.0}, "c_env"),
-    ({"currency": "usd", "failed_fraction": 1.0, "visits": 1.0}, "failed_fraction"),
-    ({"currency": "usd", "utilization": 0.0, "visits": 1.0}, "utilization"),
-    ({"currency": "usd", "utilization": 1.2, "visits": 1.0}, "utilization"),
-    ({"currency": "usd", "terms": ["linear", "turbo"], "visits": 1.0}, "terms"),
-    ({"currency": "", "visits": 1.0}, "currency"),
-    ({"currency": "usd", "c_gpu": 1.0, "visits": 1.0}, "unknown"),
-    ({"currency": "usd", "visits": 0.0}, "visits"),
-])
+@pytest.mark.parametrize(
+    "config, match",
+    [
+        ({"currency": "usd", "c_env": -1.0, "visits": 1.0}, "c_env"),
+        ({"currency": "usd", "failed_fraction": 1.0, "visits": 1.0}, "failed_fraction"),
+        ({"currency": "usd", "utilization": 0.0, "visits": 1.0}, "utilization"),
+        ({"currency": "usd", "utilization": 1.2, "visits": 1.0}, "utilization"),
+        ({"currency": "usd", "terms": ["linear", "turbo"], "visits": 1.0}, "terms"),
+        ({"currency": "", "visits": 1.0}, "currency"),
+        ({"currency": "usd", "c_gpu": 1.0, "visits": 1.0}, "unknown"),
+        ({"currency": "usd", "visits": 0.0}, "visits"),
+    ],
+)
 def test_cost_model_refuses_bad_coefficients(config, match):
     with pytest.raises(ValueError, match=match):
         CostModel.from_mapping(config)
 
 
 def test_from_mapping_orders_terms_and_perturbed_scales_one_coefficient():
-    model = CostModel.from_mapping({"currency": "flop", "visits": 8.0, "c_env": 2.0,
-                                    "terms": ["failure", "linear"]})
+    model = CostModel.from_mapping({"currency": "flop", "visits": 8.0, "c_env": 2.0, "terms": ["failure", "linear"]})
     assert model.terms == ("linear", "failure")
     assert model.perturbed("c_env", 0.5).c_env == 1.0
     with pytest.raises(ValueError, match="failed_fraction"):
@@ -223,8 +253,9 @@ def test_binding_bounds_are_reported():
     assert {"d_traj>=lower", "width<=upper"} <= set(allocation.binding)
     assert allocation.values["d_traj"] == pytest.approx(1.0)
     assert allocation.values["width"] == pytest.approx(300.0)
-    path = recipe_path(useless_traj, dear_rollouts, log_budgets(1e6, 3e6, 3), bounds={"width": (1.0, 300.0)}, starts=2,
-                       local=False)
+    path = recipe_path(
+        useless_traj, dear_rollouts, log_budgets(1e6, 3e6, 3), bounds={"width": (1.0, 300.0)}, starts=2, local=False
+    )
     table = exponents(path).filter(pl.col("axis").is_in(["width", "d_traj"]))
     assert table["pinned"].all() and (table["slope"] == 0.0).all()
 
@@ -265,8 +296,9 @@ def test_baseline_strategies_spend_the_budget_by_their_rules():
     budget = 1e6
     naive = trajectories_only(LAW, LINEAR, budget, REFERENCE)
     assert naive.cost == pytest.approx(budget, rel=1e-10)
-    assert {a: naive.values[a] for a in ("width", "d_env", "d_task")} == {a: REFERENCE[a]
-                                                                          for a in ("width", "d_env", "d_task")}
+    assert {a: naive.values[a] for a in ("width", "d_env", "d_task")} == {
+        a: REFERENCE[a] for a in ("width", "d_env", "d_task")
+    }
     assert naive.values["d_traj"] > REFERENCE["d_traj"]
     with pytest.raises(InfeasibleBudget, match="reference design alone"):
         trajectories_only(LAW, LINEAR, 0.5 * float(LINEAR.cost(REFERENCE)), REFERENCE)
@@ -282,7 +314,8 @@ def test_compute_efficiency_is_one_against_itself_and_at_least_one_against_basel
     budget = 1e6
     best = recipe(LAW, LINEAR, budget, bounds=WIDTH, starts=3)
     assert compute_efficiency(LAW, LINEAR, best.predicted_loss, budget, bounds=WIDTH, starts=2) == pytest.approx(
-        1.0, abs=1e-6)
+        1.0, abs=1e-6
+    )
     for strategy in (trajectories_only, chinchilla_transfer):
         baseline = strategy(LAW, LINEAR, budget, REFERENCE)
         assert baseline.predicted_loss > best.predicted_loss
@@ -290,11 +323,15 @@ def test_compute_efficiency_is_one_against_itself_and_at_least_one_against_basel
 
 
 def test_bootstrap_exponents_resolve_every_draw():
-    alphas = [DATA_ALPHA, {"d_env": 0.45, "d_task": 0.32, "d_traj": 0.15},
-              {"d_env": 0.55, "d_task": 0.28, "d_traj": 0.17}]
+    alphas = [
+        DATA_ALPHA,
+        {"d_env": 0.45, "d_task": 0.32, "d_traj": 0.15},
+        {"d_env": 0.55, "d_task": 0.28, "d_traj": 0.17},
+    ]
     draws = [Law(E=0.1, A=dict.fromkeys(DATA_ALPHA, 1.0), alpha=alpha) for alpha in alphas]
-    per_draw, intervals = bootstrap_exponents(draws, ProductCost(), log_budgets(1e25, 1e35, 4), bounds={},
-                                              fixed={"width": 1.0}, starts=2)
+    per_draw, intervals = bootstrap_exponents(
+        draws, ProductCost(), log_budgets(1e25, 1e35, 4), bounds={}, fixed={"width": 1.0}, starts=2
+    )
     assert (per_draw["status"] == "ok").all()
     for k, law in enumerate(draws):
         expected = _inverse_alpha_rule(law.alpha)
@@ -315,8 +352,9 @@ def test_a_draw_without_an_effect_on_an_axis_is_left_out_of_that_axis_interval()
     draws += [Law(law.E, {**law.A, "d_traj": 0.0}, law.alpha) for _ in range(2)]
     model = CostModel("usd", visits=1024.0, c_width=50.0, c_env=20.0, c_task=1.0, c_traj=0.05, terms=("linear",))
     centre = float(model.cost({"width": 64.0, "d_env": 8.0, "d_task": 64.0, "d_traj": 4.0}))
-    per_draw, intervals = bootstrap_exponents(draws, model, log_budgets(centre, 1.8 * centre, 4), bounds=bounds,
-                                              fixed={"width": 64.0}, starts=2)
+    per_draw, intervals = bootstrap_exponents(
+        draws, model, log_budgets(centre, 1.8 * centre, 4), bounds=bounds, fixed={"width": 64.0}, starts=2
+    )
     assert (per_draw["status"] == "ok").all()
     assert per_draw.filter(~pl.col("identified")).select("draw", "axis").rows() == [(3, "d_traj"), (4, "d_traj")]
     row = {r["axis"]: r for r in intervals.iter_rows(named=True)}
@@ -346,13 +384,36 @@ def test_tables_19_and_21_mark_an_axis_the_law_gives_no_effect_as_not_identified
     from axisrl.recipe.study import FittedLaw, RecipeSettings, perturbation_table, progression_table
 
     law = Law(E=0.2, A={"width": 0.0, "d_env": 3.0, "d_task": 4.0}, alpha={"width": 0.3, "d_env": 0.5, "d_task": 0.3})
-    fitted = FittedLaw(pl.DataFrame(), law, [law], {"width": (16.0, 4096.0), "d_env": (1.0, 1e3), "d_task": (1.0, 1e5)},
-                       Design(d_env=30, d_task=500, d_traj=8, width=64, algo="grpo", reward_density="dense"), 0.0, 1.0)
-    settings = RecipeSettings(tier="T2", cost=asdict(FULL), budgets={"low": 0.5, "high": 4.0, "n": 4}, strategies=(),
-                              validation={}, n_boot=0, seed=0, perturbation=0.5,
-                              train={"updates": 32, "visits_per_update": 8, "capped_update_factor": 4})
-    drivers = dict.fromkeys(("rollout_steps_per_trajectory", "env_seconds_per_call", "verifier_seconds_per_trajectory",
-                             "failed_rollout_fraction", "utilization", "flops_per_width2_step"))  # FULL sets them all
+    fitted = FittedLaw(
+        pl.DataFrame(),
+        law,
+        [law],
+        {"width": (16.0, 4096.0), "d_env": (1.0, 1e3), "d_task": (1.0, 1e5)},
+        Design(d_env=30, d_task=500, d_traj=8, width=64, algo="grpo", reward_density="dense"),
+        0.0,
+        1.0,
+    )
+    settings = RecipeSettings(
+        tier="T2",
+        cost=asdict(FULL),
+        budgets={"low": 0.5, "high": 4.0, "n": 4},
+        strategies=(),
+        validation={},
+        n_boot=0,
+        seed=0,
+        perturbation=0.5,
+        train={"updates": 32, "visits_per_update": 8, "capped_update_factor": 4},
+    )
+    drivers = dict.fromkeys(
+        (
+            "rollout_steps_per_trajectory",
+            "env_seconds_per_call",
+            "verifier_seconds_per_trajectory",
+            "failed_rollout_fraction",
+            "utilization",
+            "flops_per_width2_step",
+        )
+    )  # FULL sets them all
     flags = [f"identified_{axis}" for axis in RECIPE_AXES]
     for table in (progression_table(fitted, settings, drivers), perturbation_table(fitted, FULL, settings)):
         assert table.columns[1:] == [*RECIPE_AXES, "sum", "share_weighted_sum", *flags, "c_low", "c_high"]
@@ -395,14 +456,26 @@ def test_measured_efficiency_reads_the_recipes_measured_curve_at_what_was_spent(
     for strategy, p in (("recipe", (0.2, 0.4)), ("trajectories_only", (0.2, 0.2))):
         for level, success_p in zip((1.0, 2.0), p, strict=True):
             point = f"{strategy}{level:g}"
-            rows.append({"role": "strategy", "strategy": strategy, "compute_factor": level, "compute": 100.0 * level,
-                         "total_cost": 100.0 * level, "point_key": point, "p": success_p, "trials": 400 * seeds,
-                         "p_se": np.sqrt(success_p * (1 - success_p) / (400 * seeds)),
-                         "loss": -np.log(success_p), "loss_se": 0.05})
+            rows.append(
+                {
+                    "role": "strategy",
+                    "strategy": strategy,
+                    "compute_factor": level,
+                    "compute": 100.0 * level,
+                    "total_cost": 100.0 * level,
+                    "point_key": point,
+                    "p": success_p,
+                    "trials": 400 * seeds,
+                    "p_se": np.sqrt(success_p * (1 - success_p) / (400 * seeds)),
+                    "loss": -np.log(success_p),
+                    "loss_se": 0.05,
+                }
+            )
             seed_runs += [{"point_key": point, "successes": int(400 * success_p), "trials": 400}] * seeds
     bounds = {"width": (16.0, 256.0), "d_env": (1.0, 64.0), "d_task": (8.0, 1024.0), "d_traj": (1.0, 64.0)}
-    table = efficiency_table(pl.DataFrame(rows), pl.DataFrame(seed_runs), LAW, [LAW] * 10, LINEAR, bounds, {},
-                             n_draws=10, n_boot=200, seed=0)
+    table = efficiency_table(
+        pl.DataFrame(rows), pl.DataFrame(seed_runs), LAW, [LAW] * 10, LINEAR, bounds, {}, n_draws=10, n_boot=200, seed=0
+    )
     at_two = table.filter(pl.col("compute_factor") == 2.0).row(0, named=True)
     # the recipe reached the baseline's 0.2 at its 1x level: half the compute
     assert at_two["measured_efficiency"] == pytest.approx(2.0) and at_two["measured_status"] == "below"

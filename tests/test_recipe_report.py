@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 import numpy as np
 import polars as pl
 import pytest
+
 from axisrl import artifacts
 from axisrl.artifacts import write_artifact
 from axisrl.cli import main
@@ -33,8 +34,18 @@ LAW = Law(E=0.3, A={"d_env": 2.0, "d_task": 3.0, "d_traj": 1.0}, alpha={"d_env":
 RANGES = {"d_env": (2.0, 64.0), "d_task": (8.0, 1024.0), "d_traj": (1.0, 32.0)}
 CENTRE = {"width": 64.0, "d_env": 8.0, "d_task": 64.0, "d_traj": 4.0}
 FIXED = {"width": CENTRE["width"]}
-MODEL = CostModel("flop", visits=64.0, c_width=1e3, c_env=2e5, c_task=1e4, c_traj=100.0, c_token=1.0, tokens_per_rollout=20.0,
-                  model_size_exponent=2.0, terms=("linear", "bilinear"))
+MODEL = CostModel(
+    "flop",
+    visits=64.0,
+    c_width=1e3,
+    c_env=2e5,
+    c_task=1e4,
+    c_traj=100.0,
+    c_token=1.0,
+    tokens_per_rollout=20.0,
+    model_size_exponent=2.0,
+    terms=("linear", "bilinear"),
+)
 UNIT = float(MODEL.cost(CENTRE))
 MIN_COST = float(MODEL.cost(FIXED | {a: lo for a, (lo, _) in RANGES.items()}))
 STRATEGIES = ("recipe", "trajectories_only", "chinchilla_transfer")
@@ -44,19 +55,32 @@ PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 def _draws(n: int = 30, seed: int = 0) -> list[Law]:
     rng = np.random.default_rng(seed)
-    return [Law(LAW.E * float(np.exp(0.05 * rng.standard_normal())),
-                {a: v * float(np.exp(0.05 * rng.standard_normal())) for a, v in LAW.A.items()},
-                {a: v + 0.02 * float(rng.standard_normal()) for a, v in LAW.alpha.items()}) for _ in range(n)]
+    return [
+        Law(
+            LAW.E * float(np.exp(0.05 * rng.standard_normal())),
+            {a: v * float(np.exp(0.05 * rng.standard_normal())) for a, v in LAW.A.items()},
+            {a: v + 0.02 * float(rng.standard_normal()) for a, v in LAW.alpha.items()},
+        )
+        for _ in range(n)
+    ]
 
 
 def _law_frame(draws: list[Law]) -> pl.DataFrame:
     """The columns ``axisrl.recipe.study.law_frame`` writes: draw -1 is the fit."""
-    rows = [{"draw": k - 1, "E": law.E, "m_star": law.m_star, "k_star": law.k_star,
-             **{f"A_{a}": law.A.get(a) for a in RECIPE_AXES}, **{f"alpha_{a}": law.alpha.get(a) for a in RECIPE_AXES},
-             **{f"lo_{a}": RANGES.get(a, (None, None))[0] for a in RECIPE_AXES},
-             **{f"hi_{a}": RANGES.get(a, (None, None))[1] for a in RECIPE_AXES},
-             **{f"centre_{a}": CENTRE[a] for a in RECIPE_AXES}}
-            for k, law in enumerate([LAW, *draws])]
+    rows = [
+        {
+            "draw": k - 1,
+            "E": law.E,
+            "m_star": law.m_star,
+            "k_star": law.k_star,
+            **{f"A_{a}": law.A.get(a) for a in RECIPE_AXES},
+            **{f"alpha_{a}": law.alpha.get(a) for a in RECIPE_AXES},
+            **{f"lo_{a}": RANGES.get(a, (None, None))[0] for a in RECIPE_AXES},
+            **{f"hi_{a}": RANGES.get(a, (None, None))[1] for a in RECIPE_AXES},
+            **{f"centre_{a}": CENTRE[a] for a in RECIPE_AXES},
+        }
+        for k, law in enumerate([LAW, *draws])
+    ]
     return pl.DataFrame(rows, schema_overrides={name: pl.Float64 for name in rows[0] if name != "draw"})
 
 
@@ -81,10 +105,20 @@ def frames() -> dict[str, pl.DataFrame]:
     path = recipe_path(LAW, MODEL, budgets, bounds=RANGES, fixed=FIXED, starts=2)
     _, intervals = bootstrap_exponents(_draws(3), MODEL, budgets[::2], bounds=RANGES, fixed=FIXED, starts=2)
     table = exponents(path).join(intervals, on="axis", how="left")
-    curves = pl.DataFrame([{"strategy": s, "compute": float(c), "currency": "flop",
-                            "predicted_success": (a := _allocation(s, float(c))).predicted_success, **a.values,
-                            **{f"share_{x}": a.shares[x] for x in RECIPE_AXES}}
-                           for c in budgets for s in STRATEGIES])
+    curves = pl.DataFrame(
+        [
+            {
+                "strategy": s,
+                "compute": float(c),
+                "currency": "flop",
+                "predicted_success": (a := _allocation(s, float(c))).predicted_success,
+                **a.values,
+                **{f"share_{x}": a.shares[x] for x in RECIPE_AXES},
+            }
+            for c in budgets
+            for s in STRATEGIES
+        ]
+    )
     rng = np.random.default_rng(1)
     rows = []
     jobs = [("strategy", s, f) for f in (1.0, 2.0, 4.0) for s in STRATEGIES] + [("validation", "recipe", 8.0)]
@@ -96,14 +130,32 @@ def frames() -> dict[str, pl.DataFrame]:
         predicted = rounded.predicted_success
         p = float(np.clip(predicted + 0.03 * rng.standard_normal(), 0.01, 0.99))
         trials = 400
-        rows.append({"role": role, "strategy": strategy, "compute_factor": factor, "compute": compute,
-                     "currency": "flop", "point_key": f"{strategy}-{factor:g}", **design, "algo": "ppo",
-                     "cost": rounded.cost, "predicted_loss": rounded.predicted_loss, "predicted_success": predicted,
-                     "success_lo": predicted - 0.08, "success_hi": predicted + 0.06,
-                     **{f"share_{a}": rounded.shares[a] for a in RECIPE_AXES},
-                     **{f"solved_{a}": solved.values[a] for a in RECIPE_AXES},
-                     "n_seeds": 2, "p": p, "loss": -np.log(p), "loss_se": 0.02, "trials": trials,
-                     "p_se": float(np.sqrt(p * (1 - p) / trials)), "inside_interval": True})
+        rows.append(
+            {
+                "role": role,
+                "strategy": strategy,
+                "compute_factor": factor,
+                "compute": compute,
+                "currency": "flop",
+                "point_key": f"{strategy}-{factor:g}",
+                **design,
+                "algo": "ppo",
+                "cost": rounded.cost,
+                "predicted_loss": rounded.predicted_loss,
+                "predicted_success": predicted,
+                "success_lo": predicted - 0.08,
+                "success_hi": predicted + 0.06,
+                **{f"share_{a}": rounded.shares[a] for a in RECIPE_AXES},
+                **{f"solved_{a}": solved.values[a] for a in RECIPE_AXES},
+                "n_seeds": 2,
+                "p": p,
+                "loss": -np.log(p),
+                "loss_se": 0.02,
+                "trials": trials,
+                "p_se": float(np.sqrt(p * (1 - p) / trials)),
+                "inside_interval": True,
+            }
+        )
     return {"path": path, "exponents": table, "curves": curves, "measured": pl.DataFrame(rows)}
 
 
@@ -160,8 +212,9 @@ def test_figure1_writes_png_and_pdf(tmp_path, frames, captured):
 @pytest.mark.parametrize("unmeasured", ["no_column", "all_null"])
 def test_figure1_placeholder_without_measurements(tmp_path, frames, captured, unmeasured):
     measured = frames["measured"]
-    measured = (measured.drop("p") if unmeasured == "no_column"
-                else measured.with_columns(p=pl.lit(None, dtype=pl.Float64)))
+    measured = (
+        measured.drop("p") if unmeasured == "no_column" else measured.with_columns(p=pl.lit(None, dtype=pl.Float64))
+    )
     png, pdf = tmp_path / "fig1.png", tmp_path / "fig1.pdf"
     figures.figure1(measured, png, pdf)
     _assert_written(png, pdf, min_png=1_000)
@@ -204,8 +257,14 @@ def test_cli_recipe_budget_below_minimum(tmp_path, capsys):
 
 def test_cli_recipe_finds_the_newest_law(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
-    stamps = iter([datetime(2024, 1, 2, tzinfo=UTC), datetime(2024, 1, 2, tzinfo=UTC),
-                   datetime(2024, 1, 1, tzinfo=UTC), datetime(2024, 1, 1, tzinfo=UTC)])
+    stamps = iter(
+        [
+            datetime(2024, 1, 2, tzinfo=UTC),
+            datetime(2024, 1, 2, tzinfo=UTC),
+            datetime(2024, 1, 1, tzinfo=UTC),
+            datetime(2024, 1, 1, tzinfo=UTC),
+        ]
+    )
 
     class Clock(datetime):
         @classmethod
@@ -232,7 +291,8 @@ def test_cli_recipe_without_a_law(tmp_path, monkeypatch, capsys):
 
 def test_cli_recipe_unknown_domain(tmp_path, capsys):
     _write_recipe(tmp_path)
-    assert main(["recipe", "--budget", str(2 * UNIT), "--law", str(tmp_path / "law.parquet"),
-                 "--domain", "webshop"]) == 2
+    assert (
+        main(["recipe", "--budget", str(2 * UNIT), "--law", str(tmp_path / "law.parquet"), "--domain", "webshop"]) == 2
+    )
     err = capsys.readouterr().err
     assert "webshop" in err and "toolworld" in err

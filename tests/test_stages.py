@@ -12,8 +12,8 @@ from axisrl.stages import STAGES, job_function, key_table, study
 from axisrl.stages.registry import project
 from axisrl.stages.report import resolve
 from axisrl.targets import FIGURES, TABLES
-
-from conftest import DEFAULT_CONFIG, ROOT as REPO
+from conftest import DEFAULT_CONFIG
+from conftest import ROOT as REPO
 
 STUDY_LEVEL = [name for name in STAGES if name not in ("train", "evaluate")]
 
@@ -104,7 +104,8 @@ def test_the_readme_key_table_is_the_registry():
     assert table, "config/README.md has lost its generated key table markers"
     assert table.group(1) == key_table(), (
         "config/README.md's key table differs from the registry; regenerate it with "
-        "python -c 'from axisrl.stages import key_table; print(key_table())'")
+        "python -c 'from axisrl.stages import key_table; print(key_table())'"
+    )
 
 
 def test_a_registry_typo_is_an_error_not_an_empty_setting(config):
@@ -112,7 +113,8 @@ def test_a_registry_typo_is_an_error_not_an_empty_setting(config):
         project(config, ("dedup.thetaz",))
     assert project(config, ("dedup.thetaz",), strict=False) == {}
     assert project(config, ("sources.methods.*.unit_cost",))["sources"]["methods"]["sca"] == {
-        "unit_cost": config["sources"]["methods"]["sca"]["unit_cost"]}
+        "unit_cost": config["sources"]["methods"]["sca"]["unit_cost"]
+    }
 
 
 def test_study_refuses_a_stage_that_claims_an_upstream_it_does_not_declare(config, schema):

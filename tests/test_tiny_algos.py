@@ -6,6 +6,7 @@ import math
 
 import pytest
 import torch
+
 from axisrl.backends.tiny.algos import (
     LOSS_AGG_MODES,
     agg_loss,
@@ -25,31 +26,42 @@ def test_grpo_advantage_subtracts_the_group_mean_and_optionally_divides_by_its_s
     scores = torch.tensor([1.0, 0.0, 1.0, 1.0])
     group = torch.tensor([0, 0, 1, 1])
     mask = torch.tensor([[1.0, 1.0, 0.0], [1.0, 0.0, 0.0], [1.0, 1.0, 1.0], [1.0, 0.0, 0.0]])
-    close(compute_grpo_outcome_advantage(scores, group, mask, norm_adv_by_std_in_grpo=False),
-          [[0.5, 0.5, 0.0], [-0.5, 0.0, 0.0], [0.0, 0.0, 0.0], [0.0, 0.0, 0.0]])
+    close(
+        compute_grpo_outcome_advantage(scores, group, mask, norm_adv_by_std_in_grpo=False),
+        [[0.5, 0.5, 0.0], [-0.5, 0.0, 0.0], [0.0, 0.0, 0.0], [0.0, 0.0, 0.0]],
+    )
     # group 0: unbiased std of (1, 0) is sqrt(0.5); group 1 has std 0, so its advantages stay 0
     a = 0.5 / (math.sqrt(0.5) + 1e-6)
-    close(compute_grpo_outcome_advantage(scores, group, mask, norm_adv_by_std_in_grpo=True),
-          [[a, a, 0.0], [-a, 0.0, 0.0], [0.0, 0.0, 0.0], [0.0, 0.0, 0.0]])
+    close(
+        compute_grpo_outcome_advantage(scores, group, mask, norm_adv_by_std_in_grpo=True),
+        [[a, a, 0.0], [-a, 0.0, 0.0], [0.0, 0.0, 0.0], [0.0, 0.0, 0.0]],
+    )
 
 
 def test_a_singleton_group_has_mean_zero_and_std_one():
     scores = torch.tensor([2.0, 0.25, 0.75])
     group = torch.tensor([7, 3, 3])
     mask = torch.ones(3, 2)
-    close(compute_grpo_outcome_advantage(scores, group, mask, norm_adv_by_std_in_grpo=False),
-          [[2.0, 2.0], [-0.25, -0.25], [0.25, 0.25]])
+    close(
+        compute_grpo_outcome_advantage(scores, group, mask, norm_adv_by_std_in_grpo=False),
+        [[2.0, 2.0], [-0.25, -0.25], [0.25, 0.25]],
+    )
     std = math.sqrt(2 * 0.25**2)
-    close(compute_grpo_outcome_advantage(scores, group, mask, norm_adv_by_std_in_grpo=True),
-          [[2.0 / (1 + 1e-6)] * 2, [-0.25 / (std + 1e-6)] * 2, [0.25 / (std + 1e-6)] * 2])
+    close(
+        compute_grpo_outcome_advantage(scores, group, mask, norm_adv_by_std_in_grpo=True),
+        [[2.0 / (1 + 1e-6)] * 2, [-0.25 / (std + 1e-6)] * 2, [0.25 / (std + 1e-6)] * 2],
+    )
 
 
-@pytest.mark.parametrize(("mode", "expected"), [
-    ("token-mean", (1 + 2 + 4) / 3),           # every valid step of the batch weighs the same
-    ("seq-mean-token-sum", ((1 + 2) + 4) / 2),  # per-episode sums, averaged
-    ("seq-mean-token-mean", (1.5 + 4) / 2),     # per-episode means, averaged
-    ("seq-mean-token-sum-norm", (1 + 2 + 4) / 4),  # the batch sum over the padded horizon (4)
-])
+@pytest.mark.parametrize(
+    ("mode", "expected"),
+    [
+        ("token-mean", (1 + 2 + 4) / 3),  # every valid step of the batch weighs the same
+        ("seq-mean-token-sum", ((1 + 2) + 4) / 2),  # per-episode sums, averaged
+        ("seq-mean-token-mean", (1.5 + 4) / 2),  # per-episode means, averaged
+        ("seq-mean-token-sum-norm", (1 + 2 + 4) / 4),  # the batch sum over the padded horizon (4)
+    ],
+)
 def test_each_loss_aggregation(mode, expected):
     loss = torch.tensor([[1.0, 2.0, 3.0, 9.0], [4.0, 5.0, 6.0, 9.0]])
     mask = torch.tensor([[1.0, 1.0, 0.0, 0.0], [1.0, 0.0, 0.0, 0.0]])
@@ -68,8 +80,9 @@ def test_chunk_shares_of_the_normaliser_sum_chunk_losses_to_the_batch_loss(mode)
     loss = torch.tensor([[1.0, 2.0, 3.0, 9.0], [4.0, 5.0, 6.0, 9.0], [7.0, 8.0, 9.0, 9.0]])
     mask = torch.tensor([[1.0, 1.0, 0.0, 0.0], [1.0, 0.0, 0.0, 0.0], [1.0, 1.0, 1.0, 0.0]])
     for chunks in ([[0, 1, 2]], [[0], [1, 2]], [[0, 2], [1]], [[0], [1], [2]]):
-        total = sum(chunk_share(mode, mask, torch.tensor(rows)) * agg_loss(loss[rows], mask[rows], mode)
-                    for rows in chunks)
+        total = sum(
+            chunk_share(mode, mask, torch.tensor(rows)) * agg_loss(loss[rows], mask[rows], mode) for rows in chunks
+        )
         close(total, agg_loss(loss, mask, mode))
     with pytest.raises(ValueError, match="loss_agg_mode"):
         chunk_share("sum", mask, torch.tensor([0]))
@@ -106,8 +119,9 @@ def test_gae_with_gamma_one_and_padding():
 
 
 def test_gae_discounts_with_gamma():
-    advantages, _ = compute_gae_advantage_return(torch.tensor([[0.0, 1.0]]), torch.zeros(1, 2), torch.ones(1, 2),
-                                                 gamma=0.5, lam=1.0)
+    advantages, _ = compute_gae_advantage_return(
+        torch.tensor([[0.0, 1.0]]), torch.zeros(1, 2), torch.ones(1, 2), gamma=0.5, lam=1.0
+    )
     close(advantages, [[0.5, 1.0]])
 
 

@@ -9,18 +9,29 @@ import random
 import re
 
 import pytest
+
 from axisrl.backends.tiny.slots import Permutation, shuffled
 from axisrl.backends.tiny.view import CompactEpisode, render_compact
 from axisrl.config import validate_config
 from axisrl.domains import toolworld as tw
 from axisrl.domains.toolworld.runtime import compile_spec
 
-POOL = {"n_worlds": 4, "variants_per_world": 3, "contents_per_variant": 1, "reskins_per_world": 0,
-        "tasks_per_env": 8,
-        "heldout": {"tasks_per_env": 2, "t0_envs": 1, "t1_envs": 1, "t2_worlds": 1, "t2_variants_per_world": 1}}
-RESKINNED = {"n_worlds": 6, "variants_per_world": 3, "contents_per_variant": 2, "reskins_per_world": 1,
-             "tasks_per_env": 8,
-             "heldout": {"tasks_per_env": 4, "t0_envs": 3, "t1_envs": 3, "t2_worlds": 3, "t2_variants_per_world": 2}}
+POOL = {
+    "n_worlds": 4,
+    "variants_per_world": 3,
+    "contents_per_variant": 1,
+    "reskins_per_world": 0,
+    "tasks_per_env": 8,
+    "heldout": {"tasks_per_env": 2, "t0_envs": 1, "t1_envs": 1, "t2_worlds": 1, "t2_variants_per_world": 1},
+}
+RESKINNED = {
+    "n_worlds": 6,
+    "variants_per_world": 3,
+    "contents_per_variant": 2,
+    "reskins_per_world": 1,
+    "tasks_per_env": 8,
+    "heldout": {"tasks_per_env": 4, "t0_envs": 3, "t1_envs": 3, "t2_worlds": 3, "t2_variants_per_world": 2},
+}
 
 
 @pytest.fixture(scope="module")
@@ -63,8 +74,11 @@ def test_an_incremental_view_equals_a_fresh_render_along_random_episodes(schema)
             views += 1
             # follow the reference most of the time, so that deep states are reached too
             step = len(history)
-            call = (reference[step] if step < len(reference) and rng.random() < 0.7
-                    else view["calls"][rng.randrange(len(view["calls"]))])
+            call = (
+                reference[step]
+                if step < len(reference) and rng.random() < 0.7
+                else view["calls"][rng.randrange(len(view["calls"]))]
+            )
             result = env.step(call)
             compact.push(call, result.observation)
             history.append((call, result.observation))
@@ -118,8 +132,11 @@ def test_compact_view_is_the_same_for_a_reskin_and_changes_with_the_episode_seed
     for skinned in reskins:
         base = next(b for b in pool.envs if b["world_id"] == skinned["world_id"] and b["skin_index"] == 0)
         base_tasks = {t["goal"]: t for t in pool.tasks if t["env_id"] == base["env_id"]}
-        pairs = [(base_tasks[t["goal"]], t) for t in pool.tasks
-                 if t["env_id"] == skinned["env_id"] and t["goal"] in base_tasks]
+        pairs = [
+            (base_tasks[t["goal"]], t)
+            for t in pool.tasks
+            if t["env_id"] == skinned["env_id"] and t["goal"] in base_tasks
+        ]
         assert pairs
         for original, copy in pairs:
             assert original["instruction"] != copy["instruction"] or original["reference"] != copy["reference"]

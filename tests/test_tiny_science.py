@@ -35,16 +35,17 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 import pytest
+from scipy import stats
+
 from axisrl.backends import tiny
 from axisrl.config import load_config
 from axisrl.datasets import select_training_data
+from axisrl.dedup import env_signatures
 from axisrl.domains import toolworld as tw
 from axisrl.laws import success_trends
 from axisrl.plan import Design, backend_settings
-from axisrl.dedup import env_signatures
 from axisrl.stages.pools import ENV_COLUMNS
 from conftest import DEFAULT_CONFIG, SCHEMA_PATH
-from scipy import stats
 
 pytestmark = pytest.mark.slow
 
@@ -71,29 +72,52 @@ def study(config, one_thread) -> pl.DataFrame:
     rows = []
 
     def record(policy: str, d_env: int | None, seed: int | None, episodes: list[dict]) -> None:
-        rows.append({"policy": policy, "d_env": d_env, "seed": seed, "trials": len(heldout),
-                     "successes": sum(bool(e["success"]) for e in episodes if e["tier"] == "T2")})
+        rows.append(
+            {
+                "policy": policy,
+                "d_env": d_env,
+                "seed": seed,
+                "trials": len(heldout),
+                "successes": sum(bool(e["success"]) for e in episodes if e["tier"] == "T2"),
+            }
+        )
 
     for d_env, leak in RUNS:
-        design = Design(d_env=d_env, d_task=centre["d_task"], d_traj=centre["d_traj"], width=config["study"]["width"],
-                        algo="grpo", reward_density="sparse").as_dict()
+        design = Design(
+            d_env=d_env,
+            d_task=centre["d_task"],
+            d_traj=centre["d_traj"],
+            width=config["study"]["width"],
+            algo="grpo",
+            reward_density="sparse",
+        ).as_dict()
         run_envs, run_tasks = (frame.to_dicts() for frame in select_training_data(envs, tasks, design))
-        settings = tiny.TrainSettings.from_dict({**backend_settings(config["train"], design),
-                                                 "leak_primitive_role": leak})
+        settings = tiny.TrainSettings.from_dict(
+            {**backend_settings(config["train"], design), "leak_primitive_role": leak}
+        )
         for seed in SEEDS:
             result = tiny.train(run_envs, run_tasks, settings, seed)
             assert result.status == "ok"
             policy = tiny.make_policy(settings)
             policy.load_state_dict(result.state)
-            record("leak" if leak else "plain", d_env, seed,
-                   tiny.evaluate(policy, pool.heldout_envs, heldout, seed=eval_seed))
+            record(
+                "leak" if leak else "plain",
+                d_env,
+                seed,
+                tiny.evaluate(policy, pool.heldout_envs, heldout, seed=eval_seed),
+            )
     for kind in ("random", "memoriser"):
-        record(kind, None, None, tiny.baseline_episodes(kind, pool.envs, pool.tasks, pool.heldout_envs, heldout,
-                                                        eval_seed))
+        record(
+            kind, None, None, tiny.baseline_episodes(kind, pool.envs, pool.tasks, pool.heldout_envs, heldout, eval_seed)
+        )
     frame = pl.DataFrame(rows).with_columns(success=pl.col("successes") / pl.col("trials"))
     with pl.Config(tbl_rows=-1, fmt_table_cell_list_len=-1, fmt_str_lengths=200):
-        print("\nT2 success:", frame.group_by("policy", "d_env", maintain_order=True)
-              .agg(pl.col("success").mean().alias("mean"), pl.col("success").round(3).alias("runs")))
+        print(
+            "\nT2 success:",
+            frame.group_by("policy", "d_env", maintain_order=True).agg(
+                pl.col("success").mean().alias("mean"), pl.col("success").round(3).alias("runs")
+            ),
+        )
     return frame
 
 
@@ -120,12 +144,16 @@ def test_more_environments_at_fixed_tasks_and_updates_generalise_better(study, c
     assert trend["slope_lo"] > 0
 
 
-@pytest.mark.xfail(strict=False, reason=(
-    "in toolworld the descriptor's (access, return kind, semantics) already names the primitive (86 "
-    "descriptor shapes in the default pool, none shared by two primitives; "
-    "test_tiny_render.py::test_a_tools_descriptor_shape_names_its_primitive), so the leak adds no "
-    "information; measured over 12 paired seeds at d_env = 1 the gain is -0.005 [-0.054, 0.044] "
-    "(+0.054 on seeds 0-5, -0.064 on seeds 6-11)"))
+@pytest.mark.xfail(
+    strict=False,
+    reason=(
+        "in toolworld the descriptor's (access, return kind, semantics) already names the primitive (86 "
+        "descriptor shapes in the default pool, none shared by two primitives; "
+        "test_tiny_render.py::test_a_tools_descriptor_shape_names_its_primitive), so the leak adds no "
+        "information; measured over 12 paired seeds at d_env = 1 the gain is -0.005 [-0.054, 0.044] "
+        "(+0.054 on seeds 0-5, -0.064 on seeds 6-11)"
+    ),
+)
 def test_leaking_the_primitive_role_raises_unseen_world_success(study):
     """Paired by seed, the leak's gain in T2 success has a 95 % interval above 0."""
     gain = stats.ttest_rel(_success(study, "leak", 1), _success(study, "plain", 1)).confidence_interval(0.95)

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
+
 from axisrl.backends import tiny
 from axisrl.backends.tiny.rollout import Episode, Specs, call_key, rollout
 from axisrl.config import load_config
@@ -86,7 +87,8 @@ def test_call_key_matches_a_call_however_it_is_spelled():
     assert call_key(call) == call_key({"arguments": '{"n": 3, "id": "RUN-7"}', "name": "get_run"})
     assert call_key(call) != call_key({"name": "get_run", "arguments": {"id": "RUN-7", "n": 4}})
     assert call_key({"name": FINISH, "arguments": {"answer": 17}}) == call_key(
-        {"name": FINISH, "arguments": {"answer": " 17"}})
+        {"name": FINISH, "arguments": {"answer": " 17"}}
+    )
     assert call_key({"name": FINISH, "arguments": {}}) == call_key({"name": FINISH})
     assert call_key("get_run") is None and call_key({"name": "get_run", "arguments": "{oops"}) is None
 
@@ -124,8 +126,9 @@ def test_synthetic_trajectories_join_the_groups(pool, playable, monkeypatch):
 
     monkeypatch.setattr(updates_module, "compute_grpo_outcome_advantage", recording)  # where grpo_update looks it up
     settings = quick(visits_per_update=4, group_size=4)
-    result = tiny.train(pool.envs, playable, settings, seed=0,
-                        synthetic=tiny.SyntheticTrajectories(2, references(playable)))
+    result = tiny.train(
+        pool.envs, playable, settings, seed=0, synthetic=tiny.SyntheticTrajectories(2, references(playable))
+    )
     groups = 4
     compute = result.compute
     assert compute["episodes"] == QUICK["updates"] * groups * 4
@@ -138,10 +141,11 @@ def test_synthetic_trajectories_join_the_groups(pool, playable, monkeypatch):
     expected = torch.tensor([g for g in range(groups) for _ in range(4)] + [g for g in range(groups) for _ in range(2)])
     assert len(seen) == QUICK["updates"]
     for scores, index in seen:
-        assert torch.equal(index, expected) and torch.all(scores[groups * 4:] == 1.0)
+        assert torch.equal(index, expected) and torch.all(scores[groups * 4 :] == 1.0)
 
-    missing = tiny.train(pool.envs, playable, settings, seed=0,
-                         synthetic=tiny.SyntheticTrajectories(2, references(playable[::2])))
+    missing = tiny.train(
+        pool.envs, playable, settings, seed=0, synthetic=tiny.SyntheticTrajectories(2, references(playable[::2]))
+    )
     drawn = missing.compute["synthetic_episodes"] // 2 + missing.compute["synthetic_missing_tasks"]
     assert drawn == QUICK["updates"] * groups and missing.compute["synthetic_missing_tasks"] > 0
 
@@ -150,14 +154,22 @@ def test_unexpressible_replays_are_counted_as_unmatched(pool, playable):
     """Each of a group's replays that reaches a call the view cannot offer counts once."""
     ids = {t["task_id"] for t in playable}
     others = [t for t in pool.tasks if t["task_id"] not in ids]
-    result = tiny.train(pool.envs, others, quick(updates=1, visits_per_update=len(others)), seed=0,
-                        synthetic=tiny.SyntheticTrajectories(4, references(others)))
+    result = tiny.train(
+        pool.envs,
+        others,
+        quick(updates=1, visits_per_update=len(others)),
+        seed=0,
+        synthetic=tiny.SyntheticTrajectories(4, references(others)),
+    )
     assert result.compute["synthetic_unmatched_steps"] == 4 * len(others)
 
 
 def test_no_synthetic_trajectories_is_the_plain_run(pool):
     plain = tiny.train(pool.envs, pool.tasks, quick(), seed=3)
-    for synthetic in (tiny.SyntheticTrajectories(0, references(pool.tasks)), tiny.SyntheticTrajectories(0, simulator=honest)):
+    for synthetic in (
+        tiny.SyntheticTrajectories(0, references(pool.tasks)),
+        tiny.SyntheticTrajectories(0, simulator=honest),
+    ):
         again = tiny.train(pool.envs, pool.tasks, quick(), seed=3, synthetic=synthetic)
         assert again.param_hash == plain.param_hash and again.metrics == plain.metrics
     assert plain.compute["synthetic_episodes"] == 0 and plain.metrics[0]["synthetic_reward_mean"] is None
@@ -171,8 +183,11 @@ def test_the_same_seed_gives_the_same_synthetic_run(pool, playable, kind):
         calls.append(seed)
         return honest(spec, task, seed)
 
-    synthetic = (tiny.SyntheticTrajectories(4, references(playable)) if kind == "replay"
-                 else tiny.SyntheticTrajectories(4, simulator=counting))
+    synthetic = (
+        tiny.SyntheticTrajectories(4, references(playable))
+        if kind == "replay"
+        else tiny.SyntheticTrajectories(4, simulator=counting)
+    )
     first = tiny.train(pool.envs, playable, quick(), seed=3, synthetic=synthetic)
     again = tiny.train(pool.envs, playable, quick(), seed=3, synthetic=synthetic)
     plain = tiny.train(pool.envs, playable, quick(), seed=3)
@@ -180,7 +195,10 @@ def test_the_same_seed_gives_the_same_synthetic_run(pool, playable, kind):
     assert first.param_hash != plain.param_hash
     assert first.compute["synthetic_episodes"] == QUICK["updates"] * QUICK["visits_per_update"] * 4
     if kind == "simulate":  # one experience model per group, its rollouts sharing it
-        assert len(calls) == 2 * QUICK["updates"] * QUICK["visits_per_update"] and calls[:len(calls) // 2] == calls[len(calls) // 2:]
+        assert (
+            len(calls) == 2 * QUICK["updates"] * QUICK["visits_per_update"]
+            and calls[: len(calls) // 2] == calls[len(calls) // 2 :]
+        )
         assert first.compute["synthetic_unmatched_steps"] == 0 and first.compute["synthetic_env_steps"] > 0
 
 
@@ -202,9 +220,12 @@ def learned(pool, playable) -> dict[str, list[tuple[tiny.TrainResult, float, flo
     tasks = playable[:LEARN_TASKS]
     settings = tiny.TrainSettings(**LEARN)
     specs = Specs(pool.envs)
-    sources = {"none": None, "replay": tiny.SyntheticTrajectories(4, references(tasks)),
-               "honest": tiny.SyntheticTrajectories(4, simulator=honest),
-               "lying": tiny.SyntheticTrajectories(4, simulator=lying)}
+    sources = {
+        "none": None,
+        "replay": tiny.SyntheticTrajectories(4, references(tasks)),
+        "honest": tiny.SyntheticTrajectories(4, simulator=honest),
+        "lying": tiny.SyntheticTrajectories(4, simulator=lying),
+    }
     out: dict[str, list[tuple[tiny.TrainResult, float, float]]] = {}
     for name, synthetic in sources.items():
         for seed in SEEDS:

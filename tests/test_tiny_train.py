@@ -9,6 +9,7 @@ import json
 import numpy as np
 import pytest
 import torch
+
 from axisrl.backends import tiny
 from axisrl.backends.tiny import algos
 from axisrl.backends.tiny.fast_torch import Adam
@@ -20,9 +21,14 @@ from axisrl.backends.tiny.view import CompactEpisode
 from axisrl.config import validate_config
 from axisrl.domains import toolworld as tw
 
-POOL = {"n_worlds": 4, "variants_per_world": 2, "contents_per_variant": 1, "reskins_per_world": 0,
-        "tasks_per_env": 6,
-        "heldout": {"tasks_per_env": 3, "t0_envs": 2, "t1_envs": 2, "t2_worlds": 2, "t2_variants_per_world": 1}}
+POOL = {
+    "n_worlds": 4,
+    "variants_per_world": 2,
+    "contents_per_variant": 1,
+    "reskins_per_world": 0,
+    "tasks_per_env": 6,
+    "heldout": {"tasks_per_env": 3, "t0_envs": 2, "t1_envs": 2, "t2_worlds": 2, "t2_variants_per_world": 1},
+}
 QUICK = {"updates": 3, "visits_per_update": 4, "group_size": 4, "width": 16}
 RECORD_KEYS = {"task_id", "env_id", "tier", "success", "reward", "partial", "steps", "tool_calls", "errors"}
 train_module = importlib.import_module("axisrl.backends.tiny.train")  # the package's ``train`` is the function
@@ -66,13 +72,38 @@ def test_the_same_seed_gives_the_same_parameters_and_metrics(pool, algo):
 
 def test_metrics_and_compute_totals_agree(pool):
     result = tiny.train(pool.envs, pool.tasks, quick(kl_coef=0.05, loss_agg_mode="seq-mean-token-mean"), seed=0)
-    keys = {"update", "reward_mean", "success_mean", "entropy", "kl", "loss", "grad_norm", "env_steps", "episodes",
-            "rollout_flops", "train_flops", "zero_variance_groups", "groups"}
+    keys = {
+        "update",
+        "reward_mean",
+        "success_mean",
+        "entropy",
+        "kl",
+        "loss",
+        "grad_norm",
+        "env_steps",
+        "episodes",
+        "rollout_flops",
+        "train_flops",
+        "zero_variance_groups",
+        "groups",
+    }
     assert all(keys <= set(row) for row in result.metrics)
     assert list(result.compute) == [
-        "rollout_flops", "train_flops", "env_steps", "scored_decisions", "gradient_steps", "episodes", "visits",
-        "updates", "zero_variance_groups", "failed_episodes", "truncated_episodes", *train_module.SYNTHETIC_COUNTS,
-        "distinct_tasks_seen", "distinct_envs_seen"]
+        "rollout_flops",
+        "train_flops",
+        "env_steps",
+        "scored_decisions",
+        "gradient_steps",
+        "episodes",
+        "visits",
+        "updates",
+        "zero_variance_groups",
+        "failed_episodes",
+        "truncated_episodes",
+        *train_module.SYNTHETIC_COUNTS,
+        "distinct_tasks_seen",
+        "distinct_envs_seen",
+    ]
     for key in ("env_steps", "episodes", "rollout_flops", "train_flops", "zero_variance_groups"):
         assert result.compute[key] == sum(row[key] for row in result.metrics)
     assert result.compute["visits"] == QUICK["updates"] * QUICK["visits_per_update"]
@@ -134,8 +165,10 @@ def test_checkpoint_round_trip_and_evaluation_records(pool, tmp_path):
 def test_shared_heldout_starts_play_like_fresh_ones(pool):
     """A train job evaluates its seeds on one set of started held-out episodes, forked per policy:
     each policy's records must be those of its own fresh evaluation, whatever was played before."""
-    policies = [tiny.policy_of(tiny.checkpoint(tiny.train(pool.envs, pool.tasks, quick(updates=1), seed=seed)))
-                for seed in (0, 1)]
+    policies = [
+        tiny.policy_of(tiny.checkpoint(tiny.train(pool.envs, pool.tasks, quick(updates=1), seed=seed)))
+        for seed in (0, 1)
+    ]
     starts = tiny.HeldoutStarts(pool.heldout_envs, pool.heldout_tasks, seed=0, leak_primitive_role=False)
     shared = [tiny.evaluate(p, pool.heldout_envs, pool.heldout_tasks, seed=0, starts=starts) for p in policies * 2]
     fresh = [tiny.evaluate(p, pool.heldout_envs, pool.heldout_tasks, seed=0) for p in policies]
@@ -175,7 +208,7 @@ def _logits(policy: ToolPointer, features: list[EpisodeFeatures]) -> list[torch.
     batch = collate(collate_episodes(features), [f.decision() for f in features], range(len(features)))
     with torch.no_grad():
         logits, _ = policy(batch)
-    return [logits[s:s + n] for s, n in zip(batch.cand_start, batch.cand_count)]
+    return [logits[s : s + n] for s, n in zip(batch.cand_start, batch.cand_count)]
 
 
 def test_incremental_features_score_like_a_fresh_rendering(pool):
@@ -295,8 +328,11 @@ def test_a_grpo_update_in_chunks_accumulates_the_gradient_of_one_pass(pool, monk
     update into one chunk per episode accumulates the gradient of one pass over the whole batch."""
     settings = quick(loss_agg_mode=loss_agg_mode, norm_adv_by_std_in_grpo=True, kl_coef=0.1, reward_density="dense")
     specs = Specs(pool.envs)
-    episodes = [episode for g, task in enumerate(pool.tasks[:16])
-                for episode in Episode.group(specs[task["env_id"]], task, g, False, settings.group_size)]
+    episodes = [
+        episode
+        for g, task in enumerate(pool.tasks[:16])
+        for episode in Episode.group(specs[task["env_id"]], task, g, False, settings.group_size)
+    ]
     torch.manual_seed(1)
     reference = ToolPointer(settings.width).requires_grad_(False)  # another policy: the KL term has a gradient
     torch.manual_seed(0)
@@ -315,8 +351,9 @@ def test_a_grpo_update_in_chunks_accumulates_the_gradient_of_one_pass(pool, monk
 
         monkeypatch.setattr(updates_module, "GRPO_CHUNK_ACTIVATIONS", budget)
         monkeypatch.setattr(updates_module, "_step", record)
-        context = updates_module.UpdateContext(policy, reference, None, episodes, group, settings, horizon,
-                                               np.random.default_rng(0))
+        context = updates_module.UpdateContext(
+            policy, reference, None, episodes, group, settings, horizon, np.random.default_rng(0)
+        )
         out = updates_module.grpo_update(context)
         policy.zero_grad()
         gradients[budget] = (out, taken[0])

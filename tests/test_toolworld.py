@@ -9,6 +9,7 @@ from dataclasses import replace
 import jsonschema
 import polars as pl
 import pytest
+
 from axisrl.config import validate_config
 from axisrl.domains import toolworld as tw
 from axisrl.domains.toolworld import drafts as tw_drafts
@@ -18,13 +19,47 @@ from axisrl.domains.toolworld.canon import canonical_json
 from axisrl.domains.toolworld.lexicon import HELDOUT_MARKERS, SYLLABLES, make_word, word_pool
 from axisrl.domains.toolworld.runtime import compile_spec
 
-SMALL = {"n_worlds": 6, "variants_per_world": 3, "contents_per_variant": 2, "reskins_per_world": 1,
-         "tasks_per_env": 8,
-         "heldout": {"tasks_per_env": 4, "t0_envs": 3, "t1_envs": 3, "t2_worlds": 3, "t2_variants_per_world": 2}}
-ENV_COLUMNS = {"env_id", "world_id", "world_seed", "variant_index", "variant_seed", "content_seed", "skin_index",
-               "split", "tier", "n_tables", "n_tools", "n_rows", "edits", "vocabulary", "spec"}
-TASK_COLUMNS = {"task_id", "env_id", "skeleton", "skill_sig", "verifier_sig", "instruction", "reference", "goal",
-                "answer", "n_steps", "n_distractors", "id_depth", "split", "tier"}
+SMALL = {
+    "n_worlds": 6,
+    "variants_per_world": 3,
+    "contents_per_variant": 2,
+    "reskins_per_world": 1,
+    "tasks_per_env": 8,
+    "heldout": {"tasks_per_env": 4, "t0_envs": 3, "t1_envs": 3, "t2_worlds": 3, "t2_variants_per_world": 2},
+}
+ENV_COLUMNS = {
+    "env_id",
+    "world_id",
+    "world_seed",
+    "variant_index",
+    "variant_seed",
+    "content_seed",
+    "skin_index",
+    "split",
+    "tier",
+    "n_tables",
+    "n_tools",
+    "n_rows",
+    "edits",
+    "vocabulary",
+    "spec",
+}
+TASK_COLUMNS = {
+    "task_id",
+    "env_id",
+    "skeleton",
+    "skill_sig",
+    "verifier_sig",
+    "instruction",
+    "reference",
+    "goal",
+    "answer",
+    "n_steps",
+    "n_distractors",
+    "id_depth",
+    "split",
+    "tier",
+}
 ENV_AXES = ("sig_api", "sig_schema", "sig_sem", "sig_ver")
 
 
@@ -94,8 +129,11 @@ def test_pool_rows_have_the_documented_columns_and_counts(cfg, pool):
     assert per_env.max() <= cfg["tasks_per_env"] and per_env.min() >= cfg["tasks_per_env"] // 2
     held = cfg["heldout"]
     tiers = pl.DataFrame(pool.heldout_envs)["tier"].value_counts().sort("tier")
-    assert tiers.rows() == [("T0", held["t0_envs"]), ("T1", held["t1_envs"]),
-                            ("T2", held["t2_worlds"] * held["t2_variants_per_world"])]
+    assert tiers.rows() == [
+        ("T0", held["t0_envs"]),
+        ("T1", held["t1_envs"]),
+        ("T2", held["t2_worlds"] * held["t2_variants_per_world"]),
+    ]
     assert {t["split"] for t in pool.heldout_tasks} == {"heldout"} and {t["tier"] for t in pool.tasks} == {None}
     # a task's skill signature is finer than its bare skeleton
     assert tasks["skill_sig"].n_unique() > tasks["skeleton"].n_unique()
@@ -212,8 +250,10 @@ def test_the_filter_rejects_drafts_whose_wrong_entity_or_prefix_passes(pool, spe
     spec = specs[pool.envs[0]["env_id"]]
     rt = compile_spec(spec)
     ctx = tw_drafts.Context(rt)
-    drafts = [builder(ctx, random.Random(k), *binding)
-              for k, (builder, binding) in enumerate(b for group in tw_drafts.bindings(ctx).values() for b in group)]
+    drafts = [
+        builder(ctx, random.Random(k), *binding)
+        for k, (builder, binding) in enumerate(b for group in tw_drafts.bindings(ctx).values() for b in group)
+    ]
     kept = [d for d in drafts if d is not None and tw_tasks._filter(rt, d) is not None]
     writes = [replace(d) for d in kept if d.answer is None]
     assert kept and writes
@@ -238,9 +278,19 @@ def test_collateral_changes_fail_only_when_the_verifier_checks_them(pool, specs)
         if not creators:
             continue
         create = creators[0]
-        extra = {"name": create.name, "arguments": {p.name: ("Zzzz" if p.kind == "key" else 1 if p.kind == "int"
-                                                             else rt.tables[create.table].by_sym[p.field].words[0])
-                                                    for p in create.params}}
+        extra = {
+            "name": create.name,
+            "arguments": {
+                p.name: (
+                    "Zzzz"
+                    if p.kind == "key"
+                    else 1
+                    if p.kind == "int"
+                    else rt.tables[create.table].by_sym[p.field].words[0]
+                )
+                for p in create.params
+            },
+        }
         polluted = calls[:-1] + [extra, calls[-1]]
         assert replay(tw.with_verifier(spec, collateral=False), task, polluted).verify().success
         result = replay(tw.with_verifier(spec, collateral=True), task, polluted).verify()
@@ -283,11 +333,14 @@ def test_structurally_different_worlds_get_different_api_and_schema_signatures(p
     assert len({s["sig_schema"] for s in bases}) > len(bases) // 2
 
 
-@pytest.mark.parametrize(("needs", "change"), [
-    (lambda rt: any(t.prim == "update" for t in rt.tools), "update_mode"),
-    (lambda rt: any(t.prim == "delete" for t in rt.tools), "delete_mode"),
-    (lambda rt: any(t.prim == "transition" for t in rt.tools) and len(rt.edges) < 6, "guard"),
-])
+@pytest.mark.parametrize(
+    ("needs", "change"),
+    [
+        (lambda rt: any(t.prim == "update" for t in rt.tools), "update_mode"),
+        (lambda rt: any(t.prim == "delete" for t in rt.tools), "delete_mode"),
+        (lambda rt: any(t.prim == "transition" for t in rt.tools) and len(rt.edges) < 6, "guard"),
+    ],
+)
 def test_semantic_fingerprint_separates_variants_that_differ_only_in_semantics(pool, specs, needs, change):
     spec = first_spec(specs, pool, needs)
     values = {"update_mode": ("overwrite", "increment"), "delete_mode": ("hard", "soft"), "guard": (True, False)}
@@ -297,7 +350,8 @@ def test_semantic_fingerprint_separates_variants_that_differ_only_in_semantics(p
     tokens = [tw.transition_tokens(tw.with_semantics(spec, **{change: v})) for v in values[change]]
     assert tokens[0] != tokens[1]
     assert tw.tool_tokens(tw.with_semantics(spec, **{change: values[change][0]})) == tw.tool_tokens(
-        tw.with_semantics(spec, **{change: values[change][1]}))
+        tw.with_semantics(spec, **{change: values[change][1]})
+    )
 
 
 def test_extending_an_enum_is_a_schema_change_not_an_api_change(pool, specs):
@@ -323,8 +377,13 @@ def test_token_sets_are_name_free(pool, specs):
 
 
 def test_env_errors_come_back_as_observations(pool, specs):
-    spec = first_spec(specs, pool, lambda rt: any(t.prim == "transition" for t in rt.tools)
-                      and any(t.prim == "get" for t in rt.tools) and rt.guard)
+    spec = first_spec(
+        specs,
+        pool,
+        lambda rt: (
+            any(t.prim == "transition" for t in rt.tools) and any(t.prim == "get" for t in rt.tools) and rt.guard
+        ),
+    )
     rt = compile_spec(spec)
     task = {"instruction": "probe", "goal": {"checks": [], "footprint": [], "answer_type": None, "query": None}}
     get = next(t for t in rt.tools if t.prim == "get")
@@ -342,8 +401,10 @@ def test_env_errors_come_back_as_observations(pool, specs):
         {"name": get.name, "arguments": {rt.id_name: rt.render_id(get.table, missing)}},
         {"name": get.name, "arguments": {rt.id_name: rt.render_id(get.table, 1), "extra": 1}},
         {"name": move.name, "arguments": {rt.id_name: rt.render_id(move.table, ident), move.params[1].name: "zzz"}},
-        {"name": move.name, "arguments": {rt.id_name: rt.render_id(move.table, ident),
-                                          move.params[1].name: status.words[blocked]}},
+        {
+            "name": move.name,
+            "arguments": {rt.id_name: rt.render_id(move.table, ident), move.params[1].name: status.words[blocked]},
+        },
     ]
     env = tw.ToolworldEnv({**spec, "max_steps": len(bad_calls) + 1}, task)
     env.reset()

@@ -8,20 +8,48 @@ import json
 import random
 
 import pytest
+
 from axisrl.backends.tiny.view import CompactEpisode
 from axisrl.domains import toolworld as tw
 from axisrl.domains.toolworld.defects import reword
 from axisrl.domains.toolworld.model import copy_state
 from axisrl.domains.toolworld.synthetic import TASK_DEFECTS, replay
 
-ENV_KEYS = {"env_id", "world_id", "world_seed", "variant_index", "variant_seed", "content_seed", "skin_index",
-            "split", "tier", "n_tables", "n_tools", "n_rows", "edits", "vocabulary", "spec"}
-TRAJECTORY_KEYS = {"task_id", "env_id", "source", "trajectory_index", "calls", "label", "true_success", "n_steps",
-                   "step_errors", "defect"}
-ZERO = {"awm": {"description_mismatch": 0.0, "unverifiable_goal": 0.0},
-        "genenv": {"description_mismatch": 0.0, "unverifiable_goal": 0.0},
-        **{m: {"unsolvable": 0.0, "mislabelled": 0.0, "near_duplicate": 0.0} for m in ("autoplay", "sca", "rlve")},
-        "swirl": {"step_error": 0.0}}
+ENV_KEYS = {
+    "env_id",
+    "world_id",
+    "world_seed",
+    "variant_index",
+    "variant_seed",
+    "content_seed",
+    "skin_index",
+    "split",
+    "tier",
+    "n_tables",
+    "n_tools",
+    "n_rows",
+    "edits",
+    "vocabulary",
+    "spec",
+}
+TRAJECTORY_KEYS = {
+    "task_id",
+    "env_id",
+    "source",
+    "trajectory_index",
+    "calls",
+    "label",
+    "true_success",
+    "n_steps",
+    "step_errors",
+    "defect",
+}
+ZERO = {
+    "awm": {"description_mismatch": 0.0, "unverifiable_goal": 0.0},
+    "genenv": {"description_mismatch": 0.0, "unverifiable_goal": 0.0},
+    **{m: {"unsolvable": 0.0, "mislabelled": 0.0, "near_duplicate": 0.0} for m in ("autoplay", "sca", "rlve")},
+    "swirl": {"step_error": 0.0},
+}
 
 
 @pytest.fixture(scope="module")
@@ -33,8 +61,11 @@ def real(smoke_config) -> tw.Pool:
 def base(smoke_config) -> dict:
     """The smoke study's ``sources`` section as ``generate_synthetic`` takes it."""
     sources = smoke_config["sources"]
-    return {**sources, "common_core": False,
-            "methods": {m: {k: v for k, v in f.items() if k != "unit_cost"} for m, f in sources["methods"].items()}}
+    return {
+        **sources,
+        "common_core": False,
+        "methods": {m: {k: v for k, v in f.items() if k != "unit_cost"} for m, f in sources["methods"].items()},
+    }
 
 
 @pytest.fixture(scope="module")
@@ -58,16 +89,25 @@ def reference_run(spec: dict, task: dict) -> tuple[bool, bool]:
 
 def test_registry_and_fidelity_validation():
     assert {m.name: (m.axis, m.kind, m.unit, m.unit_cost) for m in tw.METHODS.values()} == {
-        "awm": ("d_env", "env", "env", 4.10), "genenv": ("d_env", "env", "env", 3.80),
-        "dreamgym": ("d_traj", "simulator", "trajectory", 0.04), "autoplay": ("d_task", "task", "task", 0.18),
-        "sca": ("d_task", "task", "task", 0.21), "rlve": ("d_task", "task", "task", 0.15),
-        "swirl": ("d_traj", "trajectory", "trajectory", 0.05)}
+        "awm": ("d_env", "env", "env", 4.10),
+        "genenv": ("d_env", "env", "env", 3.80),
+        "dreamgym": ("d_traj", "simulator", "trajectory", 0.04),
+        "autoplay": ("d_task", "task", "task", 0.18),
+        "sca": ("d_task", "task", "task", 0.21),
+        "rlve": ("d_task", "task", "task", 0.15),
+        "swirl": ("d_traj", "trajectory", "trajectory", 0.05),
+    }
     assert tw.method_fidelity("sca", {"filter_recall": 0.5, "unit_cost": 9.0})["filter_recall"] == 0.5
     core = tw.method_fidelity("sca", common_core=True)
     assert (core["filter"], core["filter_recall"], core["unsolvable"]) == ("solution", 1.0, 0.2)
     assert tw.method_fidelity("swirl", common_core=True)["judge_recall"] == 1.0
-    for name, bad in (("awm", {"typo": 0.1}), ("rlve", {"unsolvable": 1.5}), ("sca", {"filter": "vibes"}),
-                      ("autoplay", {"unsolvable": 0.6, "mislabelled": 0.6}), ("nope", {})):
+    for name, bad in (
+        ("awm", {"typo": 0.1}),
+        ("rlve", {"unsolvable": 1.5}),
+        ("sca", {"filter": "vibes"}),
+        ("autoplay", {"unsolvable": 0.6, "mislabelled": 0.6}),
+        ("nope", {}),
+    ):
         with pytest.raises(ValueError):
             tw.method_fidelity(name, bad)
 
@@ -75,7 +115,11 @@ def test_registry_and_fidelity_validation():
 def test_deterministic_and_shaped_like_real_rows(real, base, default):
     again = tw.generate_synthetic(real.envs, real.tasks, base)
     assert (default.envs, default.tasks, default.trajectories, default.stats) == (
-        again.envs, again.tasks, again.trajectories, again.stats)
+        again.envs,
+        again.tasks,
+        again.trajectories,
+        again.stats,
+    )
     assert set(real.envs[0]) == ENV_KEYS
     sources = {m for m, method in tw.METHODS.items() if method.kind != "simulator"}
     assert {r["source"] for r in default.envs + default.tasks + default.trajectories} == sources
@@ -87,7 +131,7 @@ def test_deterministic_and_shaped_like_real_rows(real, base, default):
     assert len(set(env_ids)) == len(env_ids) and len(set(task_ids)) == len(task_ids)
     assert not set(env_ids) & {e["env_id"] for e in real.envs + real.heldout_envs + real.placebo_envs}
     assert not set(task_ids) & {t["task_id"] for t in real.tasks + real.heldout_tasks + real.placebo_tasks}
-    targets = {e["env_id"] for e in real.envs[:base["task_envs"]]}
+    targets = {e["env_id"] for e in real.envs[: base["task_envs"]]}
     for task in default.tasks:  # task methods write for real environments, env methods for their own
         assert task["env_id"] in (env_ids if tw.METHODS[task["source"]].kind == "env" else targets)
     assert {t["task_id"] for t in default.trajectories} <= {t["task_id"] for t in real.tasks if t["env_id"] in targets}
@@ -158,8 +202,16 @@ def test_reword_keeps_the_slots():
 
 
 def test_defect_rates_near_configured(real, base):
-    pool = make(real, base, {m: {} for m in ("genenv", "autoplay", "rlve", "swirl")}, envs=40, env_tasks=20,
-                tasks_per_env=40, task_envs=len(real.envs), trajectories_per_task=24)
+    pool = make(
+        real,
+        base,
+        {m: {} for m in ("genenv", "autoplay", "rlve", "swirl")},
+        envs=40,
+        env_tasks=20,
+        tasks_per_env=40,
+        task_envs=len(real.envs),
+        trajectories_per_task=24,
+    )
     for method in ("autoplay", "rlve"):
         stats, fid = pool.stats[method], tw.METHODS[method].fidelity
         for defect in TASK_DEFECTS:
@@ -213,8 +265,10 @@ def episodes(real) -> list[tuple[dict, dict, list[dict]]]:
 
 def test_simulated_env_without_error_is_the_real_one(episodes):
     for k, (spec, task, calls) in enumerate(episodes):
-        real_env, sim = tw.ToolworldEnv(spec, task), tw.SimulatedEnv(spec, task, {"transition_error": 0.0,
-                                                                                 "reward_error": 0.0}, k)
+        real_env, sim = (
+            tw.ToolworldEnv(spec, task),
+            tw.SimulatedEnv(spec, task, {"transition_error": 0.0, "reward_error": 0.0}, k),
+        )
         assert sim.reset() == real_env.reset()
         assert run(sim, calls) == run(real_env, calls)
         assert sim.verify() == real_env.verify() and sim.verify().success
@@ -223,8 +277,10 @@ def test_simulated_env_without_error_is_the_real_one(episodes):
 def test_simulated_env_errors(episodes):
     flipped = 0
     for k, (spec, task, calls) in enumerate(episodes):
-        real_env, sim = tw.ToolworldEnv(spec, task), tw.SimulatedEnv(spec, task, {"transition_error": 1.0,
-                                                                                 "reward_error": 0.0}, k)
+        real_env, sim = (
+            tw.ToolworldEnv(spec, task),
+            tw.SimulatedEnv(spec, task, {"transition_error": 1.0, "reward_error": 0.0}, k),
+        )
         real_env.reset(), sim.reset()
         for call in calls[:-1]:  # every tool call is simulated wrong (finish never is)
             real_obs, sim_obs = real_env.step(call).observation, sim.step(call).observation

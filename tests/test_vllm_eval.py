@@ -19,11 +19,25 @@ from axisrl.domains import toolworld as tw
 from axisrl.domains.toolworld.render import observation_json
 
 POOL_CONFIG = {
-    "seed": 0, "n_worlds": 3, "variants_per_world": 2, "contents_per_variant": 1, "reskins_per_world": 0,
-    "tasks_per_env": 4, "placebo_contents": 0, "placebo_tasks_per_env": 1, "tables": {"min": 2, "max": 4},
-    "rows_per_table": {"min": 4, "max": 8}, "max_steps": 10,
-    "heldout": {"seed": 1000003, "tasks_per_env": 3, "t0_envs": 2, "t1_envs": 2, "t2_worlds": 2,
-                "t2_variants_per_world": 1},
+    "seed": 0,
+    "n_worlds": 3,
+    "variants_per_world": 2,
+    "contents_per_variant": 1,
+    "reskins_per_world": 0,
+    "tasks_per_env": 4,
+    "placebo_contents": 0,
+    "placebo_tasks_per_env": 1,
+    "tables": {"min": 2, "max": 4},
+    "rows_per_table": {"min": 4, "max": 8},
+    "max_steps": 10,
+    "heldout": {
+        "seed": 1000003,
+        "tasks_per_env": 3,
+        "t0_envs": 2,
+        "t1_envs": 2,
+        "t2_worlds": 2,
+        "t2_variants_per_world": 1,
+    },
 }
 RECORD_KEYS = {"task_id", "env_id", "tier", "success", "reward", "partial", "steps", "tool_calls", "errors"}
 """The row of ``axisrl.backends.tiny.evaluate``."""
@@ -31,8 +45,9 @@ RECORD_KEYS = {"task_id", "env_id", "tier", "success", "reward", "partial", "ste
 
 def completion(*calls: Mapping[str, Any], thought: str = "Let me think.") -> str:
     """A completion the way Qwen3 writes one under the hermes format."""
-    blocks = "".join(f"<tool_call>\n{json.dumps({'name': c['name'], 'arguments': c['arguments']})}\n</tool_call>"
-                     for c in calls)
+    blocks = "".join(
+        f"<tool_call>\n{json.dumps({'name': c['name'], 'arguments': c['arguments']})}\n</tool_call>" for c in calls
+    )
     return f"<think>\n{thought}\n</think>\n\n{blocks}"
 
 
@@ -84,6 +99,7 @@ def keyed(envs: list[dict], task: Mapping[str, Any]) -> str:
 
 # --------------------------------------------------------------------------------------- parsing
 
+
 def test_a_good_call_is_parsed_and_removed_from_the_content():
     text = completion({"name": "lookup", "arguments": {"name": "Ada", "n": 3}}, thought="Find Ada.")
     parsed = parse_tool_calls(text)
@@ -94,8 +110,8 @@ def test_a_good_call_is_parsed_and_removed_from_the_content():
 
 def test_a_call_that_does_not_decode_is_dropped_and_counted():
     good = completion({"name": "finish", "arguments": {"answer": "7"}})
-    bad_json = "<tool_call>\n{\"name\": \"finish\", \"arguments\": {\"answer\": }\n</tool_call>"
-    no_arguments = "<tool_call>{\"name\": \"finish\"}</tool_call>"
+    bad_json = '<tool_call>\n{"name": "finish", "arguments": {"answer": }\n</tool_call>'
+    no_arguments = '<tool_call>{"name": "finish"}</tool_call>'
     not_an_object = "<tool_call>[1, 2]</tool_call>"
     assert parse_tool_calls(bad_json).calls == [] and parse_tool_calls(bad_json).malformed == 1
     parsed = parse_tool_calls(bad_json + good + no_arguments + not_an_object)
@@ -111,14 +127,18 @@ def test_text_without_a_complete_block_has_no_call():
 
 
 def test_several_calls_are_parsed_in_order():
-    calls = [{"name": "a", "arguments": {}}, {"name": "b", "arguments": {"x": [1, 2]}},
-             {"name": "c", "arguments": "raw"}]
+    calls = [
+        {"name": "a", "arguments": {}},
+        {"name": "b", "arguments": {"x": [1, 2]}},
+        {"name": "c", "arguments": "raw"},
+    ]
     parsed = parse_tool_calls(completion(*calls))
     assert [c["name"] for c in parsed.calls] == ["a", "b", "c"]
     assert [json.loads(c["arguments"]) for c in parsed.calls] == [{}, {"x": [1, 2]}, "raw"]
 
 
 # ---------------------------------------------------------------------------------- bookkeeping
+
 
 def test_multi_turn_messages_follow_the_steps_and_only_the_first_call_runs(heldout):
     envs, tasks = heldout
@@ -127,8 +147,11 @@ def test_multi_turn_messages_follow_the_steps_and_only_the_first_call_runs(heldo
     key = keyed(envs, task)
     # turn 1 asks for two calls (only the first runs), turn 2 has a broken block and the second call
     broken = "<tool_call>{oops}</tool_call>"
-    script = [completion(reference[0], reference[1]), broken + completion(reference[1]),
-              *[completion(call) for call in reference[2:]]]
+    script = [
+        completion(reference[0], reference[1]),
+        broken + completion(reference[1]),
+        *[completion(call) for call in reference[2:]],
+    ]
     engine = ScriptedEngine({key: script})
     [row] = evaluate(engine, envs, [task], "toolworld", max_turns=len(script) + 3)
 
@@ -174,6 +197,7 @@ def test_an_unknown_domain_is_refused(heldout):
 
 # -------------------------------------------------------------------------------------- scoring
 
+
 def test_reference_trajectories_succeed_and_wrong_ones_fail_with_the_tiny_evaluators_rows(heldout):
     envs, tasks = heldout
     solve = ScriptedEngine({keyed(envs, t): [completion(call) for call in json.loads(t["reference"])] for t in tasks})
@@ -184,14 +208,16 @@ def test_reference_trajectories_succeed_and_wrong_ones_fail_with_the_tiny_evalua
     assert all(row["success"] and row["reward"] == 1.0 and row["partial"] == 1.0 for row in solved)
     assert [row["steps"] for row in solved] == [len(json.loads(t["reference"])) for t in tasks]
 
-    give_up = ScriptedEngine({keyed(envs, t): [completion({"name": "finish", "arguments": {"answer": "no idea"}})]
-                              for t in tasks})
+    give_up = ScriptedEngine(
+        {keyed(envs, t): [completion({"name": "finish", "arguments": {"answer": "no idea"}})] for t in tasks}
+    )
     failed = evaluate(give_up, envs, tasks, "toolworld", max_turns=12)
     assert not any(row["success"] for row in failed) and all(row["reward"] == 0.0 for row in failed)
     assert all(row["steps"] == 1 and row["tool_calls"] == 0 for row in failed)
 
 
 # --------------------------------------------------------------------------------- real engine
+
 
 class FakeTokenizer:
     """A prompt is as many tokens as the JSON of its messages has characters."""
@@ -226,8 +252,11 @@ def test_vllm_engine_groups_by_tool_list_skips_overlong_prompts_and_leaves_the_m
     tools_a, tools_b = [{"function": {"name": "a"}}], [{"function": {"name": "b"}}]
     call = {"id": "call_1_0", "type": "function", "function": {"name": "a", "arguments": '{"x": 1}'}}
     conversations = [
-        [{"role": "user", "content": "one"}, {"role": "assistant", "content": "", "tool_calls": [call]},
-         {"role": "tool", "tool_call_id": "call_1_0", "content": "r1"}],
+        [
+            {"role": "user", "content": "one"},
+            {"role": "assistant", "content": "", "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": "call_1_0", "content": "r1"},
+        ],
         [{"role": "user", "content": "two"}],
         [{"role": "user", "content": "three"}],
         [{"role": "user", "content": "x" * 500}],
@@ -253,8 +282,13 @@ def test_vllm_engine_runs_an_episode_with_a_real_model(heldout):
     if not model:
         pytest.skip("set AXISRL_VLLM_TEST_MODEL to a local model directory")
     envs, tasks = heldout
-    engine = VllmEngine(model, max_tokens=256, chat_template_kwargs={"enable_thinking": False}, max_model_len=4096,
-                        gpu_memory_utilization=0.5)
+    engine = VllmEngine(
+        model,
+        max_tokens=256,
+        chat_template_kwargs={"enable_thinking": False},
+        max_model_len=4096,
+        gpu_memory_utilization=0.5,
+    )
     rows = evaluate(engine, envs, tasks[:4], "toolworld", max_turns=2)
     assert [row["task_id"] for row in rows] == [t["task_id"] for t in tasks[:4]]
     assert all(set(row) == RECORD_KEYS and row["steps"] <= 2 for row in rows)

@@ -71,9 +71,17 @@ def test_failures_come_back_as_exit_status_with_the_traceback(server, capfd):
 
 
 def test_a_killed_client_takes_its_job_along(server, tmp_path):
-    client = subprocess.Popen([sys.executable, "-c", (
-        f"import sys; sys.path[:] = {sys.path!r}; from axisrl import warm; "
-        f"sys.exit(warm.run('{__name__}:note', ('long', 60), 'long.log') or 0)")], cwd=tmp_path)
+    client = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            (
+                f"import sys; sys.path[:] = {sys.path!r}; from axisrl import warm; "
+                f"sys.exit(warm.run('{__name__}:note', ('long', 60), 'long.log') or 0)"
+            ),
+        ],
+        cwd=tmp_path,
+    )
     _wait_for(lambda: (tmp_path / "long").exists() and (tmp_path / "long").read_text(), "the job to start")
     job = int((tmp_path / "long").read_text().split()[0])
     client.kill()
@@ -111,11 +119,15 @@ def test_a_script_job_gets_the_threads_it_claimed_unless_the_environment_says_ot
     from axisrl import scripting, threads
 
     seen = []
-    monkeypatch.setattr(warm, "run_here", lambda target, args, log: seen.append(
-        {name: os.environ.get(name) for name in threads.THREAD_VARIABLES}))
+    monkeypatch.setattr(
+        warm,
+        "run_here",
+        lambda target, args, log: seen.append({name: os.environ.get(name) for name in threads.THREAD_VARIABLES}),
+    )
     monkeypatch.setitem(sys.modules, "torch", SimpleNamespace(set_num_threads=lambda n: seen.append(n)))
-    job = SimpleNamespace(rule="plan", threads=2, params=SimpleNamespace(spec=None, settings={}), input={}, output={},
-                          log=["job.log"])
+    job = SimpleNamespace(
+        rule="plan", threads=2, params=SimpleNamespace(spec=None, settings={}), input={}, output={}, log=["job.log"]
+    )
     for name in threads.THREAD_VARIABLES:  # set first, so that teardown restores what run_stage sets
         monkeypatch.setenv(name, "unset")
         monkeypatch.delenv(name)

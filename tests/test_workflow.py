@@ -16,7 +16,6 @@ import yaml
 
 from axisrl.artifacts import read_meta
 from axisrl.config import StageSpec
-
 from conftest import copy_workflow, snakemake
 
 SMOKE = ("--configfile", "config/studies/smoke.yaml")
@@ -97,7 +96,8 @@ def test_smoke_study_writes_readable_artifacts_with_their_config(smoke_run):
     assert dedup_meta.inputs == {"synthesize": synth_meta.key, "embed": read_meta(found["embed/task_embeddings"]).key}
     listed = pl.read_parquet(smoke_run / "results" / "catalog.parquet")
     assert set(listed["path"].str.replace(str(smoke_run) + "/", "", literal=True)) >= {
-        str(p.relative_to(smoke_run)) for p in found.values()}
+        str(p.relative_to(smoke_run)) for p in found.values()
+    }
 
 
 @pytest.mark.slow
@@ -106,8 +106,9 @@ def test_cli_reads_the_artifacts(smoke_run):
     done = subprocess.run([sys.executable, "-m", "axisrl.cli", "show", str(path)], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert "stage dedup" in done.stdout and "jaccard_tools" in done.stdout
-    done = subprocess.run([sys.executable, "-m", "axisrl.cli", "catalog", str(smoke_run / "results")],
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "axisrl.cli", "catalog", str(smoke_run / "results")], capture_output=True, text=True
+    )
     assert done.returncode == 0 and "synthesize" in done.stdout
 
 
@@ -142,17 +143,24 @@ def test_same_run_key_twice_gives_identical_metrics_and_parameters(smoke_run, tm
     again = copy_workflow(tmp_path)
     for algo in ("grpo", "ppo"):
         point = runs.filter(pl.col("algo") == algo)["point_key"][0]
-        train_dirs = [d for d in (smoke_run / "results" / "train").iterdir()
-                      if pl.read_parquet(d / "runs.parquet")["run_key"].is_in(
-                          runs.filter(pl.col("point_key") == point)["run_key"].implode()).all()]
+        train_dirs = [
+            d
+            for d in (smoke_run / "results" / "train").iterdir()
+            if pl.read_parquet(d / "runs.parquet")["run_key"]
+            .is_in(runs.filter(pl.col("point_key") == point)["run_key"].implode())
+            .all()
+        ]
         assert train_dirs, algo
         for train_dir in train_dirs:  # an axis-sweep point has a second job for its extra seeds
             target = f"results/train/{train_dir.name}/runs.parquet"
             snakemake(again, target, "--cores", "2", *SMOKE, env={"AXISRL_WARM": "0"})
             first, second = (pl.read_parquet(root / target) for root in (smoke_run, again))
             assert first["param_hash"].to_list() == second["param_hash"].to_list(), algo
-            deterministic = [c for c in first.columns if not c.endswith(("_seconds_per_call", "_per_trajectory"))
-                             and c != "utilization"]
+            deterministic = [
+                c
+                for c in first.columns
+                if not c.endswith(("_seconds_per_call", "_per_trajectory")) and c != "utilization"
+            ]
             assert first.select(deterministic).equals(second.select(deterministic)), algo
             metrics = target.replace("runs.parquet", "metrics.parquet")
             assert pl.read_parquet(smoke_run / metrics).equals(pl.read_parquet(again / metrics)), algo
@@ -167,8 +175,11 @@ def test_corrupt_upstream_gives_one_error_line_and_no_partial_output(smoke_run, 
     envs.write_bytes(envs.read_bytes()[:200])
     done = snakemake(workdir, "dedup", "--cores", "1", *SMOKE, check=False)
     assert done.returncode != 0
-    lines = [line for line in (done.stdout + done.stderr).splitlines()
-             if str(envs.relative_to(workdir)) in line and "truncated or corrupt" in line]
+    lines = [
+        line
+        for line in (done.stdout + done.stderr).splitlines()
+        if str(envs.relative_to(workdir)) in line and "truncated or corrupt" in line
+    ]
     assert lines, done.stdout + done.stderr
     assert not any(found[f"dedup/{name}"].exists() for name in STAGE_FILES["dedup"])
 
@@ -187,11 +198,19 @@ def test_smoke_study_collects_one_row_per_planned_run(smoke_run):
     trained = list((smoke_run / "results" / "train").iterdir())
     on_sweeps = planned.filter(pl.col("families").list.contains("axis_sweeps"))
     assert len(trained) == planned["point_key"].n_unique() + on_sweeps["point_key"].n_unique()  # extra_seeds' jobs
-    assert on_sweeps.group_by("point_key").agg(pl.col("seed").sort())["seed"].to_list() == [[0, 1]] * on_sweeps[
-        "point_key"].n_unique()
+    assert (
+        on_sweeps.group_by("point_key").agg(pl.col("seed").sort())["seed"].to_list()
+        == [[0, 1]] * on_sweeps["point_key"].n_unique()
+    )
     assert set(planned.filter(~pl.col("families").list.contains("axis_sweeps"))["seed"]) == {0}
-    drivers = ("horizon", "rollout_steps_per_trajectory", "env_seconds_per_call", "verifier_seconds_per_trajectory",
-               "failed_rollout_fraction", "utilization")
+    drivers = (
+        "horizon",
+        "rollout_steps_per_trajectory",
+        "env_seconds_per_call",
+        "verifier_seconds_per_trajectory",
+        "failed_rollout_fraction",
+        "utilization",
+    )
     assert runs.select(drivers).null_count().sum_horizontal().item() == 0
     assert runs["utilization"].is_between(0, 1).all() and runs["failed_rollout_fraction"].is_between(0, 1).all()
     placebo = runs.filter(pl.col("env_level") == "placebo")
@@ -220,8 +239,13 @@ def test_killed_study_resumes_without_retraining_finished_runs(tmp_path):
     workdir = copy_workflow(tmp_path)
     snakemake(workdir, "dedup", "--cores", "2", *SMOKE)
     log = (tmp_path / "study.log").open("w")
-    study = subprocess.Popen([sys.executable, "-m", "snakemake", "--cores", "1", *SMOKE], cwd=workdir,
-                             stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    study = subprocess.Popen(
+        [sys.executable, "-m", "snakemake", "--cores", "1", *SMOKE],
+        cwd=workdir,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     train_dir = workdir / "results" / "train"
     deadline = time.monotonic() + 300
     # One job at a time: once Snakemake reports a train job finished, its outputs are complete.
@@ -300,7 +324,6 @@ def test_mixtures_flow_from_sources_to_pricing_tables_and_figure4(tmp_path):
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-
 def test_editing_a_script_shim_does_not_rerun_the_study(smoke_run):
     script = smoke_run / "workflow" / "scripts" / "train.py"
     original = script.read_text()
@@ -334,8 +357,13 @@ def test_a_train_job_killed_from_outside_is_retried(tmp_path):
     workdir = copy_workflow(tmp_path)
     snakemake(workdir, "dedup", "--cores", "2", *SMOKE)
     log_path = tmp_path / "study.log"
-    study = subprocess.Popen([sys.executable, "-m", "snakemake", "collect", "--cores", "1", "--retries", "1", *SMOKE],
-                             cwd=workdir, stdout=log_path.open("w"), stderr=subprocess.STDOUT, start_new_session=True)
+    study = subprocess.Popen(
+        [sys.executable, "-m", "snakemake", "collect", "--cores", "1", "--retries", "1", *SMOKE],
+        cwd=workdir,
+        stdout=log_path.open("w"),
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     deadline = time.monotonic() + 300
     victims: list[int] = []
     while not victims and study.poll() is None and time.monotonic() < deadline:
@@ -380,9 +408,14 @@ def test_recipe_preregisters_trains_and_validates_its_strategies(tmp_path):
     for name in ("fig1", "fig5"):
         assert (workdir / "results" / "figures" / f"{name}.png").stat().st_size > 0
     centre = float(pl.read_parquet(recipe_dir / "path.parquet")["compute"][0])
-    done = subprocess.run([sys.executable, "-m", "axisrl.cli", "recipe", "--budget", f"{2 * centre:g}"],
-                          cwd=workdir, capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "axisrl.cli", "recipe", "--budget", f"{2 * centre:g}"],
+        cwd=workdir,
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 0 and "predicted held-out success" in done.stdout, done.stderr
-    refused = subprocess.run([sys.executable, "-m", "axisrl.cli", "recipe", "--budget", "1"],
-                             cwd=workdir, capture_output=True, text=True)
+    refused = subprocess.run(
+        [sys.executable, "-m", "axisrl.cli", "recipe", "--budget", "1"], cwd=workdir, capture_output=True, text=True
+    )
     assert refused.returncode == 2 and refused.stderr.startswith("axisrl: error: budget 1 flop is below")

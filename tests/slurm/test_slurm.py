@@ -83,8 +83,12 @@ def cluster(request):
     socket), and is removed at the end unless a test failed: then its logs are kept there."""
     state = Path(tempfile.mkdtemp(prefix="axisrl-slurm-", dir="/tmp"))
     ctld_port, slurmd_port = free_ports(2)
-    env = {**os.environ, "SLURM_CI_DIR": str(state), "SLURM_CI_CTLD_PORT": str(ctld_port),
-           "SLURM_CI_SLURMD_PORT": str(slurmd_port)}
+    env = {
+        **os.environ,
+        "SLURM_CI_DIR": str(state),
+        "SLURM_CI_CTLD_PORT": str(ctld_port),
+        "SLURM_CI_SLURMD_PORT": str(slurmd_port),
+    }
 
     def cluster_sh(command: str) -> subprocess.CompletedProcess:
         return subprocess.run(["bash", str(CLUSTER), command], env=env, capture_output=True, text=True)
@@ -188,8 +192,12 @@ def start_and_cancel_train_job(workdir: Path, target: str, *args: str) -> tuple[
     before = set(slurm_jobs())
     log = workdir.parent / "snakemake.log"
     with log.open("w") as out:
-        study = subprocess.Popen([sys.executable, "-m", "snakemake", target, "--force", *PROFILE, *SMOKE, *args],
-                                 cwd=workdir, stdout=out, stderr=subprocess.STDOUT)
+        study = subprocess.Popen(
+            [sys.executable, "-m", "snakemake", target, "--force", *PROFILE, *SMOKE, *args],
+            cwd=workdir,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline:
         assert study.poll() is None, f"Snakemake ended before its train job was cancelled:\n{log.read_text()}"

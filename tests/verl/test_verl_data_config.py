@@ -10,13 +10,15 @@ import polars as pl
 import pytest
 
 # verl.trainer, not verl: with tests/ on sys.path this folder is itself importable as a namespace package "verl"
-pytest.importorskip("verl.trainer", reason="verl is not installed here; run bash tests/verl/setup_venv.sh and "
-                                           "use .venv-verl/bin/python -m pytest tests/verl")
+pytest.importorskip(
+    "verl.trainer",
+    reason="verl is not installed here; run bash tests/verl/setup_venv.sh and "
+    "use .venv-verl/bin/python -m pytest tests/verl",
+)
 
 from verl.trainer.ppo.utils import need_critic, need_reference_policy  # noqa: E402
 from verl.utils import hf_tokenizer  # noqa: E402
 from verl.utils.dataset.rl_dataset import RLHFDataset  # noqa: E402
-from verl_support import small_mathcode_pool, small_pool, train_settings, write_tiny_model  # noqa: E402
 
 from axisrl.backends.verl.config import VerlJob, compose, overrides, validate_overrides  # noqa: E402
 from axisrl.backends.verl.episode import AGENT_NAME  # noqa: E402
@@ -24,6 +26,7 @@ from axisrl.backends.verl.export import write_verl_parquet  # noqa: E402
 from axisrl.backends.verl.launch import longest_prompt, prepare  # noqa: E402
 from axisrl.domains import mathcode  # noqa: E402
 from axisrl.domains.toolworld import render_chat  # noqa: E402
+from verl_support import small_mathcode_pool, small_pool, train_settings, write_tiny_model  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -33,8 +36,10 @@ def pool(schema):
 
 @pytest.fixture(scope="module")
 def frames(pool) -> dict[str, pl.DataFrame]:
-    return {name: pl.DataFrame(getattr(pool, name), infer_schema_length=None)
-            for name in ("envs", "tasks", "heldout_envs", "heldout_tasks")}
+    return {
+        name: pl.DataFrame(getattr(pool, name), infer_schema_length=None)
+        for name in ("envs", "tasks", "heldout_envs", "heldout_tasks")
+    }
 
 
 @pytest.fixture(scope="module")
@@ -56,8 +61,15 @@ def datasets_cache(tmp_path, monkeypatch):
 
 
 def job(model_dir: Path, run_dir: Path, **changes) -> VerlJob:
-    return VerlJob(model_path=str(model_dir), run_dir=run_dir, experiment_name="test-run", num_cpus=4,
-                   max_prompt_length=16384, micro_batch_size_per_gpu=2, **changes)
+    return VerlJob(
+        model_path=str(model_dir),
+        run_dir=run_dir,
+        experiment_name="test-run",
+        num_cpus=4,
+        max_prompt_length=16384,
+        micro_batch_size_per_gpu=2,
+        **changes,
+    )
 
 
 def load(path: Path, tokenizer, data_config) -> list[dict]:
@@ -67,13 +79,16 @@ def load(path: Path, tokenizer, data_config) -> list[dict]:
 
 @pytest.mark.filterwarnings("ignore:Disabled critic")
 @pytest.mark.parametrize("algo", ["grpo", "ppo"])
-def test_prepared_run_passes_verl_config_validation_and_sets_the_pitfall_keys(schema, frames, model_dir, tmp_path,
-                                                                            algo):
+def test_prepared_run_passes_verl_config_validation_and_sets_the_pitfall_keys(
+    schema, frames, model_dir, tmp_path, algo
+):
     settings = train_settings(schema, algo, reward_density="dense")
-    run = job(model_dir, tmp_path / "run dir, quoted", max_turns=5, max_tool_response_chars=300,
-              enable_thinking=True)  # paths go through Hydra's override grammar
-    override_list = prepare(settings, run, (frames["envs"], frames["tasks"]),
-                            (frames["heldout_envs"], frames["heldout_tasks"]), "toolworld")
+    run = job(
+        model_dir, tmp_path / "run dir, quoted", max_turns=5, max_tool_response_chars=300, enable_thinking=True
+    )  # paths go through Hydra's override grammar
+    override_list = prepare(
+        settings, run, (frames["envs"], frames["tasks"]), (frames["heldout_envs"], frames["heldout_tasks"]), "toolworld"
+    )
     cfg = validate_overrides(override_list)
 
     rollout = cfg.actor_rollout_ref.rollout
@@ -87,8 +102,11 @@ def test_prepared_run_passes_verl_config_validation_and_sets_the_pitfall_keys(sc
     if algo == "ppo":
         assert cfg.critic.model.path == str(model_dir)
     assert rollout.name == "vllm" and rollout.agent.default_agent_loop == AGENT_NAME
-    assert (rollout.multi_turn.max_assistant_turns, rollout.multi_turn.max_parallel_calls,
-            rollout.multi_turn.max_tool_response_length) == (5, 1, 300)
+    assert (
+        rollout.multi_turn.max_assistant_turns,
+        rollout.multi_turn.max_parallel_calls,
+        rollout.multi_turn.max_tool_response_length,
+    ) == (5, 1, 300)
     assert cfg.data.apply_chat_template_kwargs == {"enable_thinking": True}
     assert Path(rollout.agent.agent_loop_config_path).is_file()
     assert cfg.reward.custom_reward_function.path == "pkg://axisrl.backends.verl.reward"
@@ -99,8 +117,10 @@ def test_prepared_run_passes_verl_config_validation_and_sets_the_pitfall_keys(sc
     assert len(run.ray_dir) < 48  # Ray's socket paths under it must stay within 107 bytes
     assert (cfg.trainer.n_gpus_per_node, cfg.trainer.nnodes) == (1, 1)
     assert cfg.trainer.default_local_dir == str(run.layout.checkpoints)
-    assert longest_prompt(run.layout.train_file, hf_tokenizer(str(model_dir)),
-                          run.chat_template_kwargs) <= cfg.data.max_prompt_length
+    assert (
+        longest_prompt(run.layout.train_file, hf_tokenizer(str(model_dir)), run.chat_template_kwargs)
+        <= cfg.data.max_prompt_length
+    )
 
 
 def test_verl_validation_rejects_a_batch_the_gpus_cannot_split(schema, model_dir, tmp_path):
@@ -142,8 +162,9 @@ def test_exported_rows_load_with_verl_dataset_intact(pool, frames, tokenizer, sc
 
 def test_fewer_tasks_than_a_batch_are_repeated_whole(frames, tokenizer, schema, model_dir, tmp_path):
     data_config = compose(overrides(train_settings(schema, "grpo"), job(model_dir, tmp_path))).data
-    path = write_verl_parquet("toolworld", frames["envs"], frames["tasks"], tmp_path / "train.parquet", "train",
-                              min_rows=10)
+    path = write_verl_parquet(
+        "toolworld", frames["envs"], frames["tasks"], tmp_path / "train.parquet", "train", min_rows=10
+    )
     rows = load(path, tokenizer, data_config)
     assert len(rows) == 2 * frames["tasks"].height
     assert [row["extra_info"]["task_id"] for row in rows] == 2 * frames["tasks"]["task_id"].to_list()
@@ -166,7 +187,10 @@ def test_exported_mathcode_rows_load_with_verl_dataset_intact(tokenizer, schema,
             assert info["spec"] == specs[task["env_id"]]
             stored = json.loads(info["task"])
             assert (stored["goal"], stored["answer"], stored["instruction"]) == (
-                task["goal"], task["answer"], task["instruction"])
+                task["goal"],
+                task["answer"],
+                task["instruction"],
+            )
             assert json.loads(stored["reference"]) == json.loads(task["reference"])
             assert (info["split"], info["tier"], info["task_id"]) == (split, task["tier"], task["task_id"])
             assert row["raw_prompt"] == mathcode.render_chat(json.loads(info["spec"]), task)["messages"]

@@ -16,8 +16,11 @@ from typing import Any, NamedTuple
 import pytest
 
 # verl.trainer, not verl: with tests/ on sys.path this folder is itself importable as a namespace package "verl"
-pytest.importorskip("verl.trainer", reason="verl is not installed here; run bash tests/verl/setup_venv.sh and "
-                                           "use .venv-verl/bin/python -m pytest tests/verl")
+pytest.importorskip(
+    "verl.trainer",
+    reason="verl is not installed here; run bash tests/verl/setup_venv.sh and "
+    "use .venv-verl/bin/python -m pytest tests/verl",
+)
 
 import polars as pl  # noqa: E402
 from verl.experimental.agent_loop.agent_loop import DictConfigWrap  # noqa: E402
@@ -25,15 +28,23 @@ from verl.trainer.ppo.reward import get_custom_reward_fn  # noqa: E402
 from verl.utils import hf_tokenizer  # noqa: E402
 from verl.utils.dataset.rl_dataset import RLHFDataset  # noqa: E402
 from verl.workers.rollout.replica import TokenOutput  # noqa: E402
-from verl_support import small_mathcode_pool, small_pool, train_settings, write_tiny_model  # noqa: E402
 
 from axisrl.backends.verl.agent_loop import AgentEpisodeLoop  # noqa: E402
 from axisrl.backends.verl.config import RunLayout, VerlJob, validate_overrides  # noqa: E402
 from axisrl.backends.verl.episode import CALLS_KEY, TRUNCATED  # noqa: E402
-from axisrl.backends.verl.launch import (latest_checkpoint, launch_env, main_ppo_command, merge_command,  # noqa: E402
-                                         prepare, prompt_tokens, read_metrics, row_tools)
+from axisrl.backends.verl.launch import (  # noqa: E402
+    latest_checkpoint,
+    launch_env,
+    main_ppo_command,
+    merge_command,
+    prepare,
+    prompt_tokens,
+    read_metrics,
+    row_tools,
+)
 from axisrl.backends.verl.reward import compute_score  # noqa: E402
 from axisrl.backends.vllm_eval import evaluate  # noqa: E402
+from verl_support import small_mathcode_pool, small_pool, train_settings, write_tiny_model  # noqa: E402
 
 
 class ScriptedServer:
@@ -87,17 +98,36 @@ def _prepared(schema, tmp_path_factory, domain: str, pool):
 
 
 def _prepare(schema, root: Path, domain: str, pool) -> Prepared:
-    frames = {name: pl.DataFrame(getattr(pool, name), infer_schema_length=None)
-              for name in ("envs", "tasks", "heldout_envs", "heldout_tasks")}
+    frames = {
+        name: pl.DataFrame(getattr(pool, name), infer_schema_length=None)
+        for name in ("envs", "tasks", "heldout_envs", "heldout_tasks")
+    }
     model_dir = write_tiny_model(root / "model")
-    job = VerlJob(model_path=str(model_dir), run_dir=root / "run", experiment_name="test-run",
-                  max_prompt_length=16384, max_response_length=8192, max_turns=16)
-    cfg = validate_overrides(prepare(train_settings(schema, "grpo"), job, (frames["envs"], frames["tasks"]),
-                                     (frames["heldout_envs"], frames["heldout_tasks"]), domain))
+    job = VerlJob(
+        model_path=str(model_dir),
+        run_dir=root / "run",
+        experiment_name="test-run",
+        max_prompt_length=16384,
+        max_response_length=8192,
+        max_turns=16,
+    )
+    cfg = validate_overrides(
+        prepare(
+            train_settings(schema, "grpo"),
+            job,
+            (frames["envs"], frames["tasks"]),
+            (frames["heldout_envs"], frames["heldout_tasks"]),
+            domain,
+        )
+    )
     tokenizer = hf_tokenizer(str(model_dir))
-    rows = {split: [dataset[i] for i in range(len(dataset))] for split, dataset in (
-        ("train", RLHFDataset(str(job.layout.train_file), tokenizer, cfg.data)),
-        ("heldout", RLHFDataset(str(job.layout.val_file), tokenizer, cfg.data)))}
+    rows = {
+        split: [dataset[i] for i in range(len(dataset))]
+        for split, dataset in (
+            ("train", RLHFDataset(str(job.layout.train_file), tokenizer, cfg.data)),
+            ("heldout", RLHFDataset(str(job.layout.val_file), tokenizer, cfg.data)),
+        )
+    }
     return Prepared(cfg, tokenizer, rows, job.layout)
 
 
@@ -111,8 +141,16 @@ def reference(row: dict) -> list[dict]:
     return json.loads(json.loads(row["extra_info"]["task"])["reference"])
 
 
-def play(prepared: Prepared, row: dict, texts: list[str], *, step: int = 1, uid: str = "prompt-0",
-         episode_dir: Path | None = None, cfg=None):
+def play(
+    prepared: Prepared,
+    row: dict,
+    texts: list[str],
+    *,
+    step: int = 1,
+    uid: str = "prompt-0",
+    episode_dir: Path | None = None,
+    cfg=None,
+):
     """One trajectory of ``row`` through AgentEpisodeLoop (under ``cfg``, default the prepared
     run's), called as verl's V1 worker calls it (the dataset row plus ``global_steps``, ``uid``
     and ``session_id``); (output, server)."""
@@ -121,10 +159,16 @@ def play(prepared: Prepared, row: dict, texts: list[str], *, step: int = 1, uid:
     cfg = prepared.cfg if cfg is None else cfg
 
     async def run():  # AgentLoopBase binds the running event loop when it is built
-        loop = AgentEpisodeLoop(trainer_config=DictConfigWrap(cfg), server_manager=server,
-                                  tokenizer=prepared.tokenizer, processor=None, dataset_cls=RLHFDataset,
-                                  data_config=DictConfigWrap(cfg.data), hf_model_type="qwen2",
-                                  episode_dir=str(episode_dir or prepared.layout.episode_dir))
+        loop = AgentEpisodeLoop(
+            trainer_config=DictConfigWrap(cfg),
+            server_manager=server,
+            tokenizer=prepared.tokenizer,
+            processor=None,
+            dataset_cls=RLHFDataset,
+            data_config=DictConfigWrap(cfg.data),
+            hf_model_type="qwen2",
+            episode_dir=str(episode_dir or prepared.layout.episode_dir),
+        )
         return await loop.run({}, global_steps=step, uid=uid, session_id=0, **kwargs)
 
     return asyncio.run(run()), server
@@ -134,8 +178,11 @@ def score(prepared: Prepared, row: dict, output) -> dict:
     """The configured reward function, called as verl's NaiveRewardManager calls it."""
     extra_info = {**row["extra_info"], **output.extra_fields}
     return get_custom_reward_fn(prepared.cfg)(
-        data_source=row["data_source"], ground_truth=row["reward_model"]["ground_truth"],
-        solution_str=prepared.tokenizer.decode(output.response_ids, skip_special_tokens=True), extra_info=extra_info)
+        data_source=row["data_source"],
+        ground_truth=row["reward_model"]["ground_truth"],
+        solution_str=prepared.tokenizer.decode(output.response_ids, skip_special_tokens=True),
+        extra_info=extra_info,
+    )
 
 
 def test_reference_solution_played_turn_by_turn_succeeds(prepared, longest_task_row):
@@ -149,8 +196,9 @@ def test_reference_solution_played_turn_by_turn_succeeds(prepared, longest_task_
     executed = json.loads(output.extra_fields[CALLS_KEY])
     assert [(c["name"], json.loads(c["arguments"])) for c in executed] == [(c["name"], c["arguments"]) for c in calls]
     assert output.num_turns == 2 * len(calls) + 1
-    assert len(output.prompt_ids) == prompt_tokens(row["raw_prompt"], row_tools(row), tokenizer,
-                                                   prepared.cfg.data.apply_chat_template_kwargs)
+    assert len(output.prompt_ids) == prompt_tokens(
+        row["raw_prompt"], row_tools(row), tokenizer, prepared.cfg.data.apply_chat_template_kwargs
+    )
     prompt = tokenizer.decode(output.prompt_ids)
     assert '"pattern"' in prompt and '"additionalProperties"' in prompt  # full schemas reached the template
     generated = [t for t, m in zip(output.response_ids, output.response_mask) if m]
@@ -158,15 +206,21 @@ def test_reference_solution_played_turn_by_turn_succeeds(prepared, longest_task_
     assert "<tool_response>" not in tokenizer.decode(generated) and "<tool_call>" in tokenizer.decode(generated)
     assert tokenizer.decode(context).count("<tool_response>") == len(calls)
     last_turn = server.prompts[-1]  # the context of the last turn is a prefix of the trajectory's tokens
-    assert last_turn == (output.prompt_ids + output.response_ids)[:len(last_turn)]
-    assert score(prepared, row, output) == {"score": 1.0, "acc": 1.0, "subgoal_fraction": 1.0,
-                                            "env_steps": float(len(calls)), "finished": 1.0}
+    assert last_turn == (output.prompt_ids + output.response_ids)[: len(last_turn)]
+    assert score(prepared, row, output) == {
+        "score": 1.0,
+        "acc": 1.0,
+        "subgoal_fraction": 1.0,
+        "env_steps": float(len(calls)),
+        "finished": 1.0,
+    }
 
 
 def test_failed_episodes_score_zero(prepared, longest_task_row):
     row = longest_task_row
-    output, _ = play(prepared, row, [hermes({"name": "no_such_tool", "arguments": {}}),
-                                     hermes({"name": "finish", "arguments": {}})])
+    output, _ = play(
+        prepared, row, [hermes({"name": "no_such_tool", "arguments": {}}), hermes({"name": "finish", "arguments": {}})]
+    )
     response = prepared.tokenizer.decode(output.response_ids)
     assert '"error"' in response and "no_such_tool" in response
     result = score(prepared, row, output)
@@ -197,8 +251,9 @@ def test_reward_verifies_the_reference_of_every_task_and_rejects_a_no_op(prepare
 
 def python_row(prepared: Prepared) -> dict:
     """A mathcode training row under the Python harness (persistent, echoing, tagged answers)."""
-    return next(row for row in prepared.rows["train"]
-                if json.loads(row["extra_info"]["spec"])["harness"]["tools"] == "python")
+    return next(
+        row for row in prepared.rows["train"] if json.loads(row["extra_info"]["spec"])["harness"]["tools"] == "python"
+    )
 
 
 def task_of(row: dict) -> dict:
@@ -229,12 +284,22 @@ def test_a_mathcode_episode_played_turn_by_turn_is_scored_by_its_answer(prepared
     assert not server.texts and output.num_turns == 2 * 3 + 1
     echoed = json.dumps({"output": f"{answer!r}\n"}, separators=(",", ":"))
     assert tool_responses(prepared, output) == ['{"output":""}', echoed, '{"result":"finished"}']
-    assert score(prepared, row, output) == {"score": 1.0, "acc": 1.0, "subgoal_fraction": 1.0, "env_steps": 3.0,
-                                            "finished": 1.0}
+    assert score(prepared, row, output) == {
+        "score": 1.0,
+        "acc": 1.0,
+        "subgoal_fraction": 1.0,
+        "env_steps": 3.0,
+        "finished": 1.0,
+    }
 
     output, _ = play(prepared, row, [hermes(call) for call in [*work, finish_call(f"{answer}1")]])
-    assert score(prepared, row, output) == {"score": 0.0, "acc": 0.0, "subgoal_fraction": 0.0, "env_steps": 3.0,
-                                            "finished": 1.0}
+    assert score(prepared, row, output) == {
+        "score": 0.0,
+        "acc": 0.0,
+        "subgoal_fraction": 0.0,
+        "env_steps": 3.0,
+        "finished": 1.0,
+    }
 
 
 def test_mathcode_reward_verifies_every_reference_and_rejects_a_wrong_answer(prepared_mathcode):
@@ -282,14 +347,22 @@ def test_training_and_evaluation_show_the_same_tool_messages_and_stop_at_the_sam
     cfg.actor_rollout_ref.rollout.multi_turn.max_tool_response_length = 20
     cfg.actor_rollout_ref.rollout.multi_turn.max_assistant_turns = 3
     answer = task_of(row)["answer"]
-    texts = [hermes(python_call("print(list(range(40)))")), hermes(python_call("print('short')")),
-             hermes(finish_call(answer))]
+    texts = [
+        hermes(python_call("print(list(range(40)))")),
+        hermes(python_call("print('short')")),
+        hermes(finish_call(answer)),
+    ]
 
     output, _ = play(prepared, row, texts, cfg=cfg)
     trained = tool_responses(prepared, output)
     assert trained == ['{"output":"[0, 1, 2,' + TRUNCATED, '{"output":"short\\n"}']
-    assert score(prepared, row, output) == {"score": 0.0, "acc": 0.0, "subgoal_fraction": 0.0, "env_steps": 2.0,
-                                            "finished": 0.0}
+    assert score(prepared, row, output) == {
+        "score": 0.0,
+        "acc": 0.0,
+        "subgoal_fraction": 0.0,
+        "env_steps": 2.0,
+        "finished": 0.0,
+    }
 
     engine = ReplayEngine(texts)
     envs = [{"env_id": row["extra_info"]["env_id"], "spec": row["extra_info"]["spec"]}]
@@ -308,11 +381,25 @@ def test_metrics_rows_come_from_verl_file_log_and_episode_log(prepared, longest_
     play(prepared, prepared.rows["heldout"][0], ["No."], step=2, uid="val", episode_dir=layout.episode_dir)
     logged = [{"step": 0, "data": {"val-core/toolworld/acc/mean@1": 0.0}}]
     for step in (1, 2):
-        logged.append({"step": step, "data": {
-            "training/global_step": step, "training/epoch": 0, "critic/score/mean": 0.5 / step,
-            "actor/entropy": 1.5, "actor/pg_loss": -0.1, "actor/grad_norm": 0.7, "actor/ppo_kl": 0.01,
-            "response_length/mean": 300.0, "num_turns/mean": 3.0, "perf/total_num_tokens": 9000,
-            "timing_s/step": 12.5, **({"val-core/toolworld/acc/mean@1": 0.25} if step == 2 else {})}})
+        logged.append(
+            {
+                "step": step,
+                "data": {
+                    "training/global_step": step,
+                    "training/epoch": 0,
+                    "critic/score/mean": 0.5 / step,
+                    "actor/entropy": 1.5,
+                    "actor/pg_loss": -0.1,
+                    "actor/grad_norm": 0.7,
+                    "actor/ppo_kl": 0.01,
+                    "response_length/mean": 300.0,
+                    "num_turns/mean": 3.0,
+                    "perf/total_num_tokens": 9000,
+                    "timing_s/step": 12.5,
+                    **({"val-core/toolworld/acc/mean@1": 0.25} if step == 2 else {}),
+                },
+            }
+        )
     layout.metrics_log.write_text("".join(json.dumps(entry) + "\n" for entry in logged))
 
     first, second = read_metrics(layout, "grpo", "sparse", "toolworld")
@@ -336,5 +423,14 @@ def test_launch_commands(tmp_path):
     (run.checkpoints / "global_step_40" / "actor").mkdir(parents=True)
     (run.checkpoints / "latest_checkpointed_iteration.txt").write_text("40")
     assert merge_command(latest_checkpoint(run), Path("/hf")) == [
-        sys.executable, "-m", "verl.model_merger", "merge", "--backend", "fsdp",
-        "--local_dir", str(run.checkpoints / "global_step_40" / "actor"), "--target_dir", "/hf"]
+        sys.executable,
+        "-m",
+        "verl.model_merger",
+        "merge",
+        "--backend",
+        "fsdp",
+        "--local_dir",
+        str(run.checkpoints / "global_step_40" / "actor"),
+        "--target_dir",
+        "/hf",
+    ]

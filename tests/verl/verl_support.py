@@ -52,9 +52,14 @@ CHAT_TEMPLATE = """\
 {%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}
 """
 
-POOL_CONFIG = {"n_worlds": 2, "variants_per_world": 1, "contents_per_variant": 1, "reskins_per_world": 0,
-               "tasks_per_env": 3, "heldout": {"tasks_per_env": 2, "t0_envs": 1, "t1_envs": 1, "t2_worlds": 1,
-                                               "t2_variants_per_world": 1}}
+POOL_CONFIG = {
+    "n_worlds": 2,
+    "variants_per_world": 1,
+    "contents_per_variant": 1,
+    "reskins_per_world": 0,
+    "tasks_per_env": 3,
+    "heldout": {"tasks_per_env": 2, "t0_envs": 1, "t1_envs": 1, "t2_worlds": 1, "t2_variants_per_world": 1},
+}
 
 
 def small_pool(schema: dict[str, Any]) -> toolworld.Pool:
@@ -64,13 +69,29 @@ def small_pool(schema: dict[str, Any]) -> toolworld.Pool:
 
 
 MATHCODE_POOL_CONFIG = {
-    "seed": 0, "tasks_per_env": 2, "contents_per_variant": 1, "max_steps": 4, "placebo_contents": 0,
+    "seed": 0,
+    "tasks_per_env": 2,
+    "contents_per_variant": 1,
+    "max_steps": 4,
+    "placebo_contents": 0,
     "placebo_tasks_per_env": 1,
-    "mathcode": {"generators": ["basic_arithmetic", "gcd"], "heldout_generators": ["lcm"],
-                 "tools": ["calculator", "python"], "python_states": ["persistent"], "python_outputs": ["echo"],
-                 "grammars": ["tagged"], "python_timeout_s": 5},
-    "heldout": {"seed": 1000003, "tasks_per_env": 1, "t0_envs": 1, "t1_envs": 1, "t2_worlds": 1,
-                "t2_variants_per_world": 1},
+    "mathcode": {
+        "generators": ["basic_arithmetic", "gcd"],
+        "heldout_generators": ["lcm"],
+        "tools": ["calculator", "python"],
+        "python_states": ["persistent"],
+        "python_outputs": ["echo"],
+        "grammars": ["tagged"],
+        "python_timeout_s": 5,
+    },
+    "heldout": {
+        "seed": 1000003,
+        "tasks_per_env": 1,
+        "t0_envs": 1,
+        "t1_envs": 1,
+        "t2_worlds": 1,
+        "t2_variants_per_world": 1,
+    },
 }
 """Two generators under a calculator and a persistent, echoing Python harness with tagged answers: three
 training environments of two problems each and one held-out problem per tier (about two seconds)."""
@@ -80,8 +101,9 @@ def small_mathcode_pool() -> toolworld.Pool:
     return mathcode.generate_pool(MATHCODE_POOL_CONFIG)
 
 
-def train_settings(schema: dict[str, Any], algo: str, reward_density: str = "sparse", d_traj: int = 4
-                   ) -> dict[str, Any]:
+def train_settings(
+    schema: dict[str, Any], algo: str, reward_density: str = "sparse", d_traj: int = 4
+) -> dict[str, Any]:
     """What the plan hands a backend for a design: the schema's train defaults resolved for it."""
     design = {"budget": "fixed_visits", "algo": algo, "width": 64, "d_traj": d_traj, "reward_density": reward_density}
     return backend_settings(validate_config({}, schema)["train"], design)
@@ -96,13 +118,25 @@ def write_tiny_model(directory: Path) -> Path:
     backend = Tokenizer(models.BPE(vocab={symbol: i for i, symbol in enumerate(alphabet)}, merges=[]))
     backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     backend.decoder = decoders.ByteLevel()
-    tokenizer = PreTrainedTokenizerFast(tokenizer_object=backend, eos_token="<|im_end|>", pad_token="<|endoftext|>",
-                                        additional_special_tokens=["<|im_start|>"])
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=backend,
+        eos_token="<|im_end|>",
+        pad_token="<|endoftext|>",
+        additional_special_tokens=["<|im_start|>"],
+    )
     tokenizer.add_tokens(["<tool_call>", "</tool_call>"])
     tokenizer.chat_template = CHAT_TEMPLATE
     tokenizer.save_pretrained(directory)
-    Qwen2Config(vocab_size=len(tokenizer), hidden_size=16, intermediate_size=32, num_hidden_layers=1,
-                num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=32768,
-                eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id,
-                architectures=["Qwen2ForCausalLM"]).save_pretrained(directory)
+    Qwen2Config(
+        vocab_size=len(tokenizer),
+        hidden_size=16,
+        intermediate_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        max_position_embeddings=32768,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+        architectures=["Qwen2ForCausalLM"],
+    ).save_pretrained(directory)
     return directory

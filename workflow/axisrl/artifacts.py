@@ -13,7 +13,7 @@ import os
 import platform
 import tempfile
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from importlib.metadata import version as package_version
 from pathlib import Path
 from typing import Any
@@ -80,7 +80,7 @@ def write_artifact(frame: pl.DataFrame, path: str | Path, spec: StageSpec) -> No
         "inputs": canonical_json(spec.inputs),
         "version": __version__,
         "schema_version": str(SCHEMA_VERSION),
-        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "created": datetime.now(UTC).isoformat(timespec="seconds"),
         "libraries": canonical_json({name: package_version(name) for name in LIBRARIES}),
         "machine": canonical_json(machine()),
     }
@@ -147,15 +147,37 @@ def catalog(results: str | Path) -> pl.DataFrame:
     for path in sorted(results.rglob("*.parquet")):
         if path.name == CATALOG_NAME and path.parent == results:
             continue
-        row: dict[str, Any] = {"stage": None, "key": None, "path": str(path), "created": None, "rows": None,
-                               "version": None, "config": None, "error": None}
+        row: dict[str, Any] = {
+            "stage": None,
+            "key": None,
+            "path": str(path),
+            "created": None,
+            "rows": None,
+            "version": None,
+            "config": None,
+            "error": None,
+        }
         try:
             meta = read_meta(path)
-            row.update(stage=meta.stage, key=meta.key, created=meta.created, version=meta.version,
-                       config=canonical_json(meta.config), rows=pl.scan_parquet(path).select(pl.len()).collect().item())
+            row.update(
+                stage=meta.stage,
+                key=meta.key,
+                created=meta.created,
+                version=meta.version,
+                config=canonical_json(meta.config),
+                rows=pl.scan_parquet(path).select(pl.len()).collect().item(),
+            )
         except ArtifactError as exc:
             row["error"] = str(exc)
         rows.append(row)
-    schema = {"stage": pl.String, "key": pl.String, "path": pl.String, "created": pl.String, "rows": pl.Int64,
-              "version": pl.String, "config": pl.String, "error": pl.String}
+    schema = {
+        "stage": pl.String,
+        "key": pl.String,
+        "path": pl.String,
+        "created": pl.String,
+        "rows": pl.Int64,
+        "version": pl.String,
+        "config": pl.String,
+        "error": pl.String,
+    }
     return pl.DataFrame(rows, schema=schema)

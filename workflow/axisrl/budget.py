@@ -67,8 +67,13 @@ class TrainingBudget:
 
     def trainer_settings(self) -> dict[str, Any]:
         """The backend settings this budget sets (the tiny trainer's and the verl overrides' names)."""
-        return {"updates": self.updates, "visits_per_update": self.visits_per_update, "group_size": self.group_size,
-                "max_rollout_steps": self.max_rollout_steps, "max_flops": self.max_flops}
+        return {
+            "updates": self.updates,
+            "visits_per_update": self.visits_per_update,
+            "group_size": self.group_size,
+            "max_rollout_steps": self.max_rollout_steps,
+            "max_flops": self.max_flops,
+        }
 
 
 TRAIN_KEYS = {
@@ -87,8 +92,10 @@ def training_budget(design: Mapping[str, Any], train: Mapping[str, Any]) -> Trai
     if convention not in CONVENTIONS:
         raise ValueError(f"unknown budget convention {convention!r}; expected one of {sorted(CONVENTIONS)}")
     if (convention == "charged_flops") != (design.get("flop_budget") is not None):
-        raise ValueError("a design has a flop_budget exactly when its budget is charged_flops, got "
-                         f"budget={convention} flop_budget={design.get('flop_budget')}")
+        raise ValueError(
+            "a design has a flop_budget exactly when its budget is charged_flops, got "
+            f"budget={convention} flop_budget={design.get('flop_budget')}"
+        )
     d_traj = int(design["d_traj"])
     synthetic = int(synthetic_amounts(design)["d_traj_synthetic"])  # joined to each visit's group
     if convention in ("fixed_visits", "charged_flops"):
@@ -97,10 +104,14 @@ def training_budget(design: Mapping[str, Any], train: Mapping[str, Any]) -> Trai
         visits = max(1, int(train["episodes_per_update"]) // (d_traj + synthetic))
     capped = convention != "fixed_visits"
     return TrainingBudget(
-        convention, int(train["updates"]) * (int(train["capped_update_factor"]) if capped else 1), visits, d_traj,
+        convention,
+        int(train["updates"]) * (int(train["capped_update_factor"]) if capped else 1),
+        visits,
+        d_traj,
         synthetic,
         max_rollout_steps=int(train["token_cap"]) if convention == "token_cap" else None,
-        max_flops={"iso_flop": train.get("flop_cap"), "charged_flops": design.get("flop_budget")}.get(convention))
+        max_flops={"iso_flop": train.get("flop_cap"), "charged_flops": design.get("flop_budget")}.get(convention),
+    )
 
 
 def visits_per_run(train: Mapping[str, Any]) -> int:
@@ -114,13 +125,19 @@ def budget_problems(design: Mapping[str, Any], train: Mapping[str, Any]) -> list
     budget = training_budget(design, train)
     problems = []
     if budget.convention in ("fixed_visits", "charged_flops") and budget.visits_per_update > design["d_task"]:
-        problems.append(f"train.visits_per_update={budget.visits_per_update} exceeds d_task={design['d_task']} "
-                        "(an update would visit a task twice)")
+        problems.append(
+            f"train.visits_per_update={budget.visits_per_update} exceeds d_task={design['d_task']} "
+            "(an update would visit a task twice)"
+        )
     if budget.convention in ("token_cap", "iso_flop"):
         if design["d_traj"] + budget.synthetic_per_visit > train["episodes_per_update"]:
-            problems.append(f"d_traj={design['d_traj']} exceeds train.episodes_per_update="
-                            f"{train['episodes_per_update']} (an update cannot hold one group)")
+            problems.append(
+                f"d_traj={design['d_traj']} exceeds train.episodes_per_update="
+                f"{train['episodes_per_update']} (an update cannot hold one group)"
+            )
         elif budget.visits_per_update > design["d_task"]:
-            problems.append(f"{budget.visits_per_update} groups per update (train.episodes_per_update // d_traj) "
-                            f"exceed d_task={design['d_task']} (an update would visit a task twice)")
+            problems.append(
+                f"{budget.visits_per_update} groups per update (train.episodes_per_update // d_traj) "
+                f"exceed d_task={design['d_task']} (an update would visit a task twice)"
+            )
     return problems

@@ -64,19 +64,24 @@ def _fit(runs_path: str, episodes_path: str | None, out: str, settings: dict) ->
     for name, frame in frames.items():
         frame.write_parquet(folder / f"{name}.parquet")
         write_table(readable(frame), folder / f"{name}.md", folder / f"{name}.csv", name)
-    figure2(frames["points"], frames["axis_fits"], folder / "fig2.png", folder / "fig2.pdf",
-            frames.get("trends"))
+    figure2(frames["points"], frames["axis_fits"], folder / "fig2.png", folder / "fig2.pdf", frames.get("trends"))
     fits = frames["axis_fits"].filter(pl.col("selected"))
     for row in fits.iter_rows(named=True):
-        print(f"{row['series']} {row['axis']}: alpha = {row['alpha']:.3f} [{row['alpha_lo']:.3f}, {row['alpha_hi']:.3f}]"
-              f" ({row['model']}, {row['n_points']} points)")
+        print(
+            f"{row['series']} {row['axis']}: alpha = {row['alpha']:.3f} [{row['alpha_lo']:.3f}, {row['alpha_hi']:.3f}]"
+            f" ({row['model']}, {row['n_points']} points)"
+        )
     for warning in frames["warnings"]["warning"]:
         print(f"axisrl: warning: {warning}", file=sys.stderr)
     print(f"wrote {len(frames)} tables and fig2 to {folder}")
 
 
-RECIPE_AXIS_NAMES = {"width": "policy width N", "d_env": "environments D_E", "d_task": "tasks D_T",
-                     "d_traj": "trajectories per task D_tau"}
+RECIPE_AXIS_NAMES = {
+    "width": "policy width N",
+    "d_env": "environments D_E",
+    "d_task": "tasks D_T",
+    "d_traj": "trajectories per task D_tau",
+}
 
 
 def _newest_law() -> Path:
@@ -94,8 +99,10 @@ def _newest_law() -> Path:
             continue
         dated.append((datetime.fromisoformat(meta.created), path))
     if not dated:
-        raise ValueError(f"no recipe law found (results/recipe/*/law.parquet under {Path.cwd()}): "
-                         "run `snakemake recipe` first or pass --law")
+        raise ValueError(
+            f"no recipe law found (results/recipe/*/law.parquet under {Path.cwd()}): "
+            "run `snakemake recipe` first or pass --law"
+        )
     newest = max(created for created, _ in dated)
     return next(path for created, path in dated if created == newest)
 
@@ -145,12 +152,14 @@ def _recipe(budget: float, domain: str | None, law_path: str | None, starts: int
     rounded_cost = float(model.cost({a: np.asarray(float(v)) for a, v in rounded.items()}))
 
     print(f"compute-optimal design at a budget of {budget:.4g} {currency} (domain {domain})")
-    print(f"  law:     {path} (created {read_meta(path).created}; axes {', '.join(a for a in RECIPE_AXES if a in law.alpha)}; "
-          f"{len(draws)} bootstrap draws)")
+    axes = ", ".join(a for a in RECIPE_AXES if a in law.alpha)
+    print(f"  law:     {path} (created {read_meta(path).created}; axes {axes}; {len(draws)} bootstrap draws)")
     print(f"  cost:    {currency}, terms {' + '.join(model.terms)}")
     centre_text = ", ".join(f"{a} {v:g}" for a, v in centre.items())
-    print(f"  centre design ({centre_text}) costs {centre_cost:.4g} {currency}: "
-          f"the budget is {budget / centre_cost:.3g}x that")
+    print(
+        f"  centre design ({centre_text}) costs {centre_cost:.4g} {currency}: "
+        f"the budget is {budget / centre_cost:.3g}x that"
+    )
     print()
     print(f"  {'axis':<8} {'':<28} {'use':>10} {'exact':>12} {'share':>7}  range")
     for axis in RECIPE_AXES:
@@ -159,22 +168,33 @@ def _recipe(budget: float, domain: str | None, law_path: str | None, starts: int
         else:
             low, high = ranges[axis]
             where = f"fitted [{low:g}, {high:g}]"
-        print(f"  {axis:<8} {RECIPE_AXIS_NAMES[axis]:<28} {rounded[axis]:>10,} {allocation.values[axis]:>12.6g} "
-              f"{allocation.shares[axis]:>7.3f}  {where}")
+        print(
+            f"  {axis:<8} {RECIPE_AXIS_NAMES[axis]:<28} {rounded[axis]:>10,} {allocation.values[axis]:>12.6g} "
+            f"{allocation.shares[axis]:>7.3f}  {where}"
+        )
     total = sum(allocation.shares.values())
-    print("  share = eps_i / C = dC/dln x_i / C, the part of the budget that scales with the axis"
-          + (f" (sum {total:.3g}: a cost term that grows with several axes, like the rollouts, counts for each)"
-             if abs(total - 1) > 0.01 else ""))
+    print(
+        "  share = eps_i / C = dC/dln x_i / C, the part of the budget that scales with the axis"
+        + (
+            f" (sum {total:.3g}: a cost term that grows with several axes, like the rollouts, counts for each)"
+            if abs(total - 1) > 0.01
+            else ""
+        )
+    )
     print()
     point = allocation.predicted_success
     if success.size >= 2:
         low, high = np.percentile(success, [2.5, 97.5])
-        print(f"  predicted held-out success: {point:.3f}, 95% interval [{low:.3f}, {high:.3f}] "
-              f"({success.size} bootstrap draws of the law)")
+        print(
+            f"  predicted held-out success: {point:.3f}, 95% interval [{low:.3f}, {high:.3f}] "
+            f"({success.size} bootstrap draws of the law)"
+        )
     else:
         print(f"  predicted held-out success: {point:.3f} (no interval: the law file has no bootstrap draws)")
     print(f"  binding bounds: {', '.join(allocation.binding) if allocation.binding else 'none (interior optimum)'}")
-    print(f"  the rounded design costs {rounded_cost:.4g} {currency} ({100 * rounded_cost / budget:.1f}% of the budget)")
+    print(
+        f"  the rounded design costs {rounded_cost:.4g} {currency} ({100 * rounded_cost / budget:.1f}% of the budget)"
+    )
     if allocation.status != "ok":
         print(f"axisrl: warning: the solver did not confirm the optimum: {allocation.status}", file=sys.stderr)
 
@@ -207,7 +227,9 @@ def _where(name: str | None) -> None:
     elif name in STAGES:
         entry = STAGES[name]
         print(f"{name}: rule {name}, runs {', '.join(f'axisrl.stages.{run}' for run in entry.run.values())}")
-        print(f"  reads {', '.join(entry.reads) or 'nothing of its own'}; upstream {', '.join(entry.upstream) or 'none'}")
+        print(
+            f"  reads {', '.join(entry.reads) or 'nothing of its own'}; upstream {', '.join(entry.upstream) or 'none'}"
+        )
     else:
         raise ValueError(f"no table, figure or stage is named {name!r} (axisrl where lists them)")
 
@@ -221,20 +243,28 @@ def main(argv: list[str] | None = None) -> int:
     listing = commands.add_parser("catalog", help="list the artifacts under a results folder")
     listing.add_argument("results", nargs="?", default="results")
     fit = commands.add_parser("fit", help="fit scaling laws to a runs table (Parquet or CSV) and plot them")
-    fit.add_argument("runs", help="one row per run: design columns (d_env, d_task, d_traj, ...) and "
-                                  "successes/trials, or p_<tier>/n_<tier> as collect writes them")
+    fit.add_argument(
+        "runs",
+        help="one row per run: design columns (d_env, d_task, d_traj, ...) and "
+        "successes/trials, or p_<tier>/n_<tier> as collect writes them",
+    )
     fit.add_argument("--out", required=True, help="folder for the result tables and fig2")
-    fit.add_argument("--episodes", help="optional per-episode rows (run_key, task_id, tier, success) "
-                                        "for the task-level bootstrap")
+    fit.add_argument(
+        "--episodes", help="optional per-episode rows (run_key, task_id, tier, success) for the task-level bootstrap"
+    )
     fit.add_argument("--tier", default="T2", help="held-out tier to fit when runs carry p_<tier> (default T2)")
     fit.add_argument("--n-boot", type=int, default=2000, help="bootstrap resamples (default 2000)")
     fit.add_argument("--seed", type=int, default=0)
     recipe = commands.add_parser("recipe", help="the compute-optimal design at a budget, from a fitted recipe law")
-    recipe.add_argument("--budget", type=float, required=True,
-                        help="the budget C in the cost model's currency (e.g. 3.4e10 FLOPs)")
+    recipe.add_argument(
+        "--budget", type=float, required=True, help="the budget C in the cost model's currency (e.g. 3.4e10 FLOPs)"
+    )
     recipe.add_argument("--domain", help="the cost model's domain (default: the only one in cost.parquet)")
-    recipe.add_argument("--law", help="a recipe law.parquet (default: the newest results/recipe/*/law.parquet "
-                                      "here); cost.parquet is read from the same folder")
+    recipe.add_argument(
+        "--law",
+        help="a recipe law.parquet (default: the newest results/recipe/*/law.parquet "
+        "here); cost.parquet is read from the same folder",
+    )
     recipe.add_argument("--starts", type=_positive_int, default=10, help="solver starts (default 10)")
     where = commands.add_parser("where", help="the rule and the function behind a table, figure or stage")
     where.add_argument("target", nargs="?", help="e.g. fig2, table8, train (default: list them all)")

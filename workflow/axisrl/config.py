@@ -66,8 +66,7 @@ def _coerce_strings(value: Any, schema: Mapping[str, Any]) -> Any:
     kind = schema.get("type")
     if isinstance(value, dict) and "properties" in schema:
         return {
-            k: _coerce_strings(v, schema["properties"][k]) if k in schema["properties"] else v
-            for k, v in value.items()
+            k: _coerce_strings(v, schema["properties"][k]) if k in schema["properties"] else v for k, v in value.items()
         }
     if isinstance(value, list) and "items" in schema:
         return [_coerce_strings(v, schema["items"]) for v in value]
@@ -101,13 +100,17 @@ def _cross_checks(cfg: Mapping[str, Any]) -> list[str]:
         if syn[name]["min"] > syn[name]["max"]:
             problems.append(f"synthesize.{name}: min {syn[name]['min']} exceeds max {syn[name]['max']}")
     if syn["heldout"]["seed"] == syn["seed"]:
-        problems.append("synthesize.heldout.seed: must differ from synthesize.seed (the held-out pool needs its own seed stream)")
+        problems.append(
+            "synthesize.heldout.seed: must differ from synthesize.seed (the held-out pool needs its own seed stream)"
+        )
     pool_construction = cfg["study"]["families"]["pool_construction"]
     if pool_construction["enabled"] and "placebo" in pool_construction["levels"]:
         largest = max(cfg["study"]["grids"]["d_env"])
         if syn["placebo_contents"] < largest:
-            problems.append(f"synthesize.placebo_contents: {syn['placebo_contents']} is below the largest d_env "
-                            f"({largest}) of the placebo sweep (study.families.pool_construction.levels)")
+            problems.append(
+                f"synthesize.placebo_contents: {syn['placebo_contents']} is below the largest d_env "
+                f"({largest}) of the placebo sweep (study.families.pool_construction.levels)"
+            )
     extra_seeds = cfg["study"]["families"]["axis_sweeps"]["extra_seeds"]
     shared_seeds = sorted(set(cfg["study"]["seeds"]) & set(extra_seeds))
     if shared_seeds:
@@ -131,13 +134,19 @@ def _backend_checks(cfg: Mapping[str, Any]) -> list[str]:
         if cfg["domain"] != "toolworld":
             problems.append(f"train.backend: tiny trains on toolworld only, not domain {cfg['domain']} (use verl)")
         return problems
-    problems = [] if evaluate == GPU_BACKENDS[train] else [
-        f"evaluate.backend: train.backend {train} is evaluated with {GPU_BACKENDS[train]}, not {evaluate}"]
+    problems = (
+        []
+        if evaluate == GPU_BACKENDS[train]
+        else [f"evaluate.backend: train.backend {train} is evaluated with {GPU_BACKENDS[train]}, not {evaluate}"]
+    )
     if not cfg["train"]["llm"]["model"]:
         problems.append(f"train.llm.model: train.backend {train} needs a local model directory")
     families = cfg["study"]["families"]
-    problems += [f"study.families.{name}: the {train} backend cannot run it (tiny backend only); disable it"
-                 for name in TINY_ONLY_FAMILIES if families[name]["enabled"]]
+    problems += [
+        f"study.families.{name}: the {train} backend cannot run it (tiny backend only); disable it"
+        for name in TINY_ONLY_FAMILIES
+        if families[name]["enabled"]
+    ]
     if cfg["recipe"]["enabled"]:
         problems.append(f"recipe.enabled: the recipe needs model sizes, which one {train} study does not have")
     return problems
@@ -146,7 +155,9 @@ def _backend_checks(cfg: Mapping[str, Any]) -> list[str]:
 def validate_config(config: Mapping[str, Any], schema: Mapping[str, Any]) -> dict[str, Any]:
     """Return a validated copy of ``config`` with every default filled; raise ConfigError otherwise."""
     filled = _coerce_strings(copy.deepcopy(dict(config)), schema)
-    errors = sorted(_default_filling_validator()(schema).iter_errors(filled), key=lambda e: list(map(str, e.absolute_path)))
+    errors = sorted(
+        _default_filling_validator()(schema).iter_errors(filled), key=lambda e: list(map(str, e.absolute_path))
+    )
     problems = [_error_line(e) for e in errors] or _cross_checks(filled)
     if problems:
         raise ConfigError("invalid config:\n  " + "\n  ".join(problems))
@@ -173,11 +184,7 @@ def hashed_part(value: Any, schema: Mapping[str, Any]) -> Any:
     """Drop the options annotated ``x-hashed: false`` (speed-only settings)."""
     if isinstance(value, dict):
         props = schema.get("properties", {})
-        return {
-            k: hashed_part(v, props.get(k, {}))
-            for k, v in value.items()
-            if props.get(k, {}).get(UNHASHED, True)
-        }
+        return {k: hashed_part(v, props.get(k, {})) for k, v in value.items() if props.get(k, {}).get(UNHASHED, True)}
     return value
 
 

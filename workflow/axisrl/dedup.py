@@ -283,18 +283,24 @@ def env_signatures(envs: pl.DataFrame, domain: str = "toolworld") -> pl.DataFram
     frame = pl.concat([envs, sigs], how="horizontal").with_columns(
         env_s3=pl.col("sig_api"),
         env_s2=pl.struct("sig_api", "sig_schema").map_elements(
-            lambda s: _short_hash(s["sig_api"], s["sig_schema"]), return_dtype=pl.String),
+            lambda s: _short_hash(s["sig_api"], s["sig_schema"]), return_dtype=pl.String
+        ),
         env_s1=pl.struct("sig_api", "sig_schema", "sig_sem").map_elements(
-            lambda s: _short_hash(s["sig_api"], s["sig_schema"], s["sig_sem"]), return_dtype=pl.String),
+            lambda s: _short_hash(s["sig_api"], s["sig_schema"], s["sig_sem"]), return_dtype=pl.String
+        ),
     )
     frame = frame.with_columns(
-        pl.Series(f"distinct_{level}", first_occurrence_keep(frame[f"env_{level}"].to_list()))
-        for level in ENV_LEVELS
+        pl.Series(f"distinct_{level}", first_occurrence_keep(frame[f"env_{level}"].to_list())) for level in ENV_LEVELS
     )
-    level = (pl.when(~pl.col("distinct_s1")).then(None)
-             .when(pl.col("distinct_s3")).then(pl.lit("S3"))
-             .when(pl.col("distinct_s2")).then(pl.lit("S2"))
-             .otherwise(pl.lit("S1")))
+    level = (
+        pl.when(~pl.col("distinct_s1"))
+        .then(None)
+        .when(pl.col("distinct_s3"))
+        .then(pl.lit("S3"))
+        .when(pl.col("distinct_s2"))
+        .then(pl.lit("S2"))
+        .otherwise(pl.lit("S1"))
+    )
     return frame.with_columns(level=level)
 
 
@@ -315,8 +321,7 @@ def pool_stats(envs: pl.DataFrame, split: str, domain: str = "toolworld") -> dic
         **{f"share_{level}": counts[level] / n for level in ENV_LEVELS},
         "jaccard_tools": mean_pairwise_jaccard_distance([tokens.tool_tokens(s) for s in specs]),
         "jaccard_schema": mean_pairwise_jaccard_distance([tokens.schema_tokens(s) for s in specs]),
-        "transition_diversity": mean_pairwise_jaccard_distance(
-            [tokens.transition_tokens(s) for s in specs]),
+        "transition_diversity": mean_pairwise_jaccard_distance([tokens.transition_tokens(s) for s in specs]),
     }
 
 
@@ -326,8 +331,10 @@ def check_heldout_disjoint(train: pl.DataFrame, heldout: pl.DataFrame) -> None:
     for column in ("env_s1", "skin"):
         shared = set(t2[column]) & set(train[column])
         if shared:
-            raise ValueError(f"held-out T2 pool overlaps training: {len(shared)} shared {column} value(s), "
-                             f"e.g. {sorted(shared)[0]}; the held-out split would leak")
+            raise ValueError(
+                f"held-out T2 pool overlaps training: {len(shared)} shared {column} value(s), "
+                f"e.g. {sorted(shared)[0]}; the held-out split would leak"
+            )
 
 
 def theta_column(theta: float) -> str:
@@ -338,8 +345,14 @@ TASK_RULES = {"raw": "keep_raw", "skill_sig": "keep_skill", "verifier_sig": "kee
 """The non-embedding dedup rules and their keep-flag columns."""
 
 
-def task_keep_flags(tasks: pl.DataFrame, embeddings: pl.DataFrame, thetas: Sequence[float], theta: float,
-                    block_size: int, task_rule: str = "embedding") -> pl.DataFrame:
+def task_keep_flags(
+    tasks: pl.DataFrame,
+    embeddings: pl.DataFrame,
+    thetas: Sequence[float],
+    theta: float,
+    block_size: int,
+    task_rule: str = "embedding",
+) -> pl.DataFrame:
     """One keep flag per dedup rule (Table 15) and per embedding threshold (Table 14).
 
     Rules walk tasks in ``task_id`` order (a content hash, so the order is fixed and unrelated to
@@ -351,12 +364,16 @@ def task_keep_flags(tasks: pl.DataFrame, embeddings: pl.DataFrame, thetas: Seque
         raise ValueError(f"{missing} task(s) have no embedding; the embed artifact does not match the tasks")
     vectors = ordered["embedding"].to_numpy().astype(np.float32, copy=False)
     keeps = greedy_threshold_keep(vectors, thetas, block_size=block_size)
-    flags = ordered.select("task_id").with_columns(
-        keep_raw=pl.lit(True),
-        keep_skill=pl.Series(first_occurrence_keep(list(zip(ordered["env_s1"], ordered["skill_sig"])))),
-        keep_verifier=pl.Series(first_occurrence_keep(list(zip(ordered["env_s1"], ordered["verifier_sig"])))),
-        **{theta_column(t): pl.Series(keeps[t]) for t in thetas},
-    ).with_columns(keep=pl.col(TASK_RULES.get(task_rule, theta_column(theta))))
+    flags = (
+        ordered.select("task_id")
+        .with_columns(
+            keep_raw=pl.lit(True),
+            keep_skill=pl.Series(first_occurrence_keep(list(zip(ordered["env_s1"], ordered["skill_sig"])))),
+            keep_verifier=pl.Series(first_occurrence_keep(list(zip(ordered["env_s1"], ordered["verifier_sig"])))),
+            **{theta_column(t): pl.Series(keeps[t]) for t in thetas},
+        )
+        .with_columns(keep=pl.col(TASK_RULES.get(task_rule, theta_column(theta))))
+    )
     return tasks.join(flags, on="task_id", how="left", maintain_order="left")
 
 
@@ -364,5 +381,14 @@ def task_dedup_summary(tasks: pl.DataFrame, split: str, thetas: Sequence[float])
     """Effective D_T under each rule: the rows behind Tables 14 and 15."""
     rules = [(rule, None, column) for rule, column in TASK_RULES.items()]
     rules += [("embedding", t, theta_column(t)) for t in thetas]
-    return [{"split": split, "rule": rule, "theta": theta, "column": column,
-             "n_raw": tasks.height, "n_kept": int(tasks[column].sum())} for rule, theta, column in rules]
+    return [
+        {
+            "split": split,
+            "rule": rule,
+            "theta": theta,
+            "column": column,
+            "n_raw": tasks.height,
+            "n_kept": int(tasks[column].sum()),
+        }
+        for rule, theta, column in rules
+    ]

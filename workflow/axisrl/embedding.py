@@ -35,7 +35,7 @@ def embed_texts(texts: Sequence[str], model: str, batch_size: int = 64) -> np.nd
     return np.asarray(embeddings, dtype=np.float32).reshape(len(texts), encoder.get_embedding_dimension())
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _load_encoder(model: str) -> "SentenceTransformer":
     """Load a model once per process: loading takes seconds, a batch of short texts milliseconds.
 

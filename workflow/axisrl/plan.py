@@ -117,8 +117,7 @@ def pricing_points(study: Mapping[str, Any]) -> Iterator[PricingPoint]:
     mixtures = study["families"]["mixtures"]
     if not mixtures["enabled"]:
         return
-    centre = Design(**study["centre"], width=study["width"], algo=study["algo"],
-                    reward_density=study["reward_density"])
+    centre = Design(**study["centre"], width=study["width"], algo=study["algo"], reward_density=study["reward_density"])
     second = mixtures["second_amount"]
     sources = [*mixtures["methods"], *(f"{m}{CORE_SUFFIX}" for m in mixtures["methods"] if mixtures["common_core"])]
     for source in sources:
@@ -130,16 +129,16 @@ def pricing_points(study: Mapping[str, Any]) -> Iterator[PricingPoint]:
             amount = getattr(real, axis)
             for multiple in (1, *mixtures["real_multiples"]):
                 yield PricingPoint(source, axis, amount, "real", 0.0, multiple, _multiplied(real, axis, multiple))
-            for ratio in (mixtures["ratios"] if factor == 1 else spread(mixtures["ratios"], second["ratio_points"])):
-                yield PricingPoint(source, axis, amount, "mixture", float(ratio), 1,
-                                   replace(real, source=source, ratio=float(ratio)))
+            for ratio in mixtures["ratios"] if factor == 1 else spread(mixtures["ratios"], second["ratio_points"]):
+                yield PricingPoint(
+                    source, axis, amount, "mixture", float(ratio), 1, replace(real, source=source, ratio=float(ratio))
+                )
 
 
 def family_designs(study: Mapping[str, Any]) -> Iterator[tuple[str, str | None, Design]]:
     """(family, swept axis or None, design) for every enabled family of the ``study`` config section."""
     families = study["families"]
-    centre = Design(**study["centre"], width=study["width"], algo=study["algo"],
-                    reward_density=study["reward_density"])
+    centre = Design(**study["centre"], width=study["width"], algo=study["algo"], reward_density=study["reward_density"])
     grids = study["grids"]
     repeated = {axis: spread(grids[axis], study["family_points"]) for axis in AXES}  # sweeps under another setting
 
@@ -221,30 +220,50 @@ def plan_rows(designs: Mapping[str, PlannedDesign], study: Mapping[str, Any], do
     rows = []
     for point_key, planned in designs.items():
         for seed in itertools.chain.from_iterable(seed_batches(study, planned)):
-            rows.append({"run_key": run_key(point_key, seed), "point_key": point_key, "families": planned.families,
-                         "sweeps": planned.sweeps, "domain": domain, **planned.design.as_dict(),
-                         **planned.design.synthetic_amounts(), "seed": seed})
+            rows.append(
+                {
+                    "run_key": run_key(point_key, seed),
+                    "point_key": point_key,
+                    "families": planned.families,
+                    "sweeps": planned.sweeps,
+                    "domain": domain,
+                    **planned.design.as_dict(),
+                    **planned.design.synthetic_amounts(),
+                    "seed": seed,
+                }
+            )
     return rows
 
 
 def check_designs(designs: Mapping[str, PlannedDesign], train: Mapping[str, Any]) -> None:
     """Designs the data or the budget cannot honour: fewer tasks than environments leaves
     environments unused; a design that cannot execute its training budget (``budget_problems``)."""
-    problems = [f"d_env={p.design.d_env} d_task={p.design.d_task} ({', '.join(p.families)})"
-                for p in designs.values() if p.design.d_task < p.design.d_env]
-    problems += [f"{p.design.budget} design d_env={p.design.d_env} d_task={p.design.d_task} d_traj={p.design.d_traj}: "
-                 f"{problem} ({', '.join(p.families)})"
-                 for p in designs.values() for problem in budget_problems(p.design.as_dict(), train)]
-    problems += [f"d_env={p.design.d_env} is not a multiple of worlds={p.design.worlds} ({', '.join(p.families)})"
-                 for p in designs.values() if p.design.worlds and p.design.d_env % p.design.worlds]
-    problems += [f"{p.design.source} at ratio {p.design.ratio:g} adds {column}={amount:g} (not a whole number >= 1: "
-                 "choose ratios and real amounts whose product is one)"
-                 for p in designs.values() if p.design.source != "real"
-                 for column, amount in p.design.synthetic_amounts().items()
-                 if amount and (amount < 1 or amount != int(amount))]
+    problems = [
+        f"d_env={p.design.d_env} d_task={p.design.d_task} ({', '.join(p.families)})"
+        for p in designs.values()
+        if p.design.d_task < p.design.d_env
+    ]
+    problems += [
+        f"{p.design.budget} design d_env={p.design.d_env} d_task={p.design.d_task} d_traj={p.design.d_traj}: "
+        f"{problem} ({', '.join(p.families)})"
+        for p in designs.values()
+        for problem in budget_problems(p.design.as_dict(), train)
+    ]
+    problems += [
+        f"d_env={p.design.d_env} is not a multiple of worlds={p.design.worlds} ({', '.join(p.families)})"
+        for p in designs.values()
+        if p.design.worlds and p.design.d_env % p.design.worlds
+    ]
+    problems += [
+        f"{p.design.source} at ratio {p.design.ratio:g} adds {column}={amount:g} (not a whole number >= 1: "
+        "choose ratios and real amounts whose product is one)"
+        for p in designs.values()
+        if p.design.source != "real"
+        for column, amount in p.design.synthetic_amounts().items()
+        if amount and (amount < 1 or amount != int(amount))
+    ]
     if problems:
-        raise ConfigError("study: designs the pool or the budget cannot honour:\n  "
-                          + "\n  ".join(problems))
+        raise ConfigError("study: designs the pool or the budget cannot honour:\n  " + "\n  ".join(problems))
 
 
 ALGO_ONLY = {
@@ -261,5 +280,10 @@ def backend_settings(train: Mapping[str, Any], design: Mapping[str, Any]) -> dic
     options) never retrains it."""
     unread = {"backend", "llm", *BUDGET_KEYS}
     unread.update(option for algo, options in ALGO_ONLY.items() if algo != design["algo"] for option in options)
-    return {**{k: v for k, v in train.items() if k not in unread}, **training_budget(design, train).trainer_settings(),
-            "algo": design["algo"], "width": design["width"], "reward_density": design["reward_density"]}
+    return {
+        **{k: v for k, v in train.items() if k not in unread},
+        **training_budget(design, train).trainer_settings(),
+        "algo": design["algo"],
+        "width": design["width"],
+        "reward_density": design["reward_density"],
+    }

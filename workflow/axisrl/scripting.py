@@ -33,8 +33,9 @@ def run_stage(job: Any) -> None:
     warm.run_here(CALL_STAGE, args, job.log[0])
 
 
-def call_stage(rule: str, spec: Any, settings: Mapping[str, Any], inputs: Mapping[str, Any],
-               outputs: Mapping[str, Any]) -> None:
+def call_stage(
+    rule: str, spec: Any, settings: Mapping[str, Any], inputs: Mapping[str, Any], outputs: Mapping[str, Any]
+) -> None:
     """The stage of ``rule``; a bad input ends the job with one error line, not a traceback."""
     from axisrl.artifacts import ArtifactError
     from axisrl.datasets import PoolTooSmall

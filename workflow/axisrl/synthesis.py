@@ -28,15 +28,18 @@ class MethodFamily:
     paper: str
 
 
-METHODS: dict[str, MethodFamily] = {m.name: m for m in (
-    MethodFamily("awm", "d_env", "env", 4.10, "AWM"),
-    MethodFamily("genenv", "d_env", "env", 3.80, "GenEnv"),
-    MethodFamily("dreamgym", "d_traj", "trajectory", 0.04, "DreamGym"),
-    MethodFamily("autoplay", "d_task", "task", 0.18, "AutoPlay"),
-    MethodFamily("sca", "d_task", "task", 0.21, "SCA"),
-    MethodFamily("rlve", "d_task", "task", 0.15, "RLVE"),
-    MethodFamily("swirl", "d_traj", "trajectory", 0.05, "SWiRL"),
-)}
+METHODS: dict[str, MethodFamily] = {
+    m.name: m
+    for m in (
+        MethodFamily("awm", "d_env", "env", 4.10, "AWM"),
+        MethodFamily("genenv", "d_env", "env", 3.80, "GenEnv"),
+        MethodFamily("dreamgym", "d_traj", "trajectory", 0.04, "DreamGym"),
+        MethodFamily("autoplay", "d_task", "task", 0.18, "AutoPlay"),
+        MethodFamily("sca", "d_task", "task", 0.21, "SCA"),
+        MethodFamily("rlve", "d_task", "task", 0.15, "RLVE"),
+        MethodFamily("swirl", "d_traj", "trajectory", 0.05, "SWiRL"),
+    )
+}
 """SWiRL's cost per trajectory is not in the paper's table; 0.05 USD is our assumption."""
 
 
@@ -63,4 +66,3 @@ def synthetic_amounts(design: Mapping[str, Any]) -> dict[str, float]:
         if axis == "d_env":
             amounts["d_task_synthetic"] = design["ratio"] * design["d_task"]
     return amounts
-

@@ -7,9 +7,29 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-LAW_FRAMES = ("axis_fits", "points", "local_slopes", "trends", "loo", "bootstrap", "ordering", "joint",
-              "interaction", "table2", "table4", "table5", "table7", "table8", "table10", "table11", "table12",
-              "table13", "table14", "table15", "warnings")
+LAW_FRAMES = (
+    "axis_fits",
+    "points",
+    "local_slopes",
+    "trends",
+    "loo",
+    "bootstrap",
+    "ordering",
+    "joint",
+    "interaction",
+    "table2",
+    "table4",
+    "table5",
+    "table7",
+    "table8",
+    "table10",
+    "table11",
+    "table12",
+    "table13",
+    "table14",
+    "table15",
+    "warnings",
+)
 """Every frame the ``laws`` stage writes (one Parquet file each)."""
 
 LAW_TABLES = {
@@ -27,8 +47,10 @@ LAW_TABLES = {
 }
 """The tables computed by the ``laws`` stage: target name -> title."""
 
-TABLE9_TITLE = ("Table 9: training-signal accounting along every sweep and for the strategy runs (compute: "
-                "FLOPs the runs executed, against what their budgets are charged, declared prices excluded)")
+TABLE9_TITLE = (
+    "Table 9: training-signal accounting along every sweep and for the strategy runs (compute: "
+    "FLOPs the runs executed, against what their budgets are charged, declared prices excluded)"
+)
 
 PRICING_FRAMES = ("pricing", "collapse", "curves", "table3", "table16", "table17")
 """Every frame the ``pricing`` stage writes."""
@@ -40,15 +62,21 @@ PRICING_TABLES = {
 }
 """The tables computed by the ``pricing`` stage: target name -> title."""
 
-RECIPE_FRAMES = ("law", "cost", "path", "exponents", "curves", "table18", "table19", "table20", "table21",
-                 "strategies")
+RECIPE_FRAMES = ("law", "cost", "path", "exponents", "curves", "table18", "table19", "table20", "table21", "strategies")
 """Every frame the ``recipe`` stage writes; ``strategies`` holds the pre-registered runs it plans."""
 
+UNIDENTIFIED = (
+    "where the fitted law gives that axis no effect, so its slope only shows where the budget constraint put spare "
+    "compute"
+)
 RECIPE_TABLES = {
     "table18": "Table 18: measured cost drivers per domain (means over the runs the recipe law is fitted to)",
-    "table19": "Table 19: recipe exponents under progressively richer cost models (an identified_ column is false where the fitted law gives that axis no effect, so its slope only shows where the budget constraint put spare compute)",
-    "table20": "Table 20: recipe exponents per domain (OLS slope of ln x* on ln C, bootstrap interval; identified is false where the fitted law gives the axis no effect, so its slope only shows where the budget constraint put spare compute)",
-    "table21": "Table 21: recipe-exponent sensitivity to +-50% perturbations of cost coefficients (an identified_ column is false where the fitted law gives that axis no effect, so its slope only shows where the budget constraint put spare compute)",
+    "table19": "Table 19: recipe exponents under progressively richer cost models (an identified_ column is false "
+    f"{UNIDENTIFIED})",
+    "table20": "Table 20: recipe exponents per domain (OLS slope of ln x* on ln C, bootstrap interval; identified is "
+    f"false {UNIDENTIFIED})",
+    "table21": "Table 21: recipe-exponent sensitivity to +-50% perturbations of cost coefficients (an identified_ "
+    f"column is false {UNIDENTIFIED})",
 }
 """The tables computed by the ``recipe`` stage: target name -> title."""
 
@@ -74,45 +102,83 @@ class Target(NamedTuple):
 
 COPY = "axisrl.report.tables:readable"
 COMPUTED_BY = {
-    "table2": "axisrl.laws.axis:fit_axes_by", "table4": "axisrl.laws.tables:calibration_table",
-    "table5": "axisrl.laws.tables:held_axis_table", "table7": "axisrl.laws.tables:pool_construction_table",
-    "table8": "axisrl.laws.tables:worlds_variants_table", "table10": "axisrl.laws.tables:budget_convention_table",
-    "table11": "axisrl.laws.tables:subset_fit_table", "table12": "axisrl.laws.axis:local_slopes",
-    "table13": "axisrl.laws.axis:fit_axes_by", "table14": "axisrl.laws.tables:task_dedup_table",
+    "table2": "axisrl.laws.axis:fit_axes_by",
+    "table4": "axisrl.laws.tables:calibration_table",
+    "table5": "axisrl.laws.tables:held_axis_table",
+    "table7": "axisrl.laws.tables:pool_construction_table",
+    "table8": "axisrl.laws.tables:worlds_variants_table",
+    "table10": "axisrl.laws.tables:budget_convention_table",
+    "table11": "axisrl.laws.tables:subset_fit_table",
+    "table12": "axisrl.laws.axis:local_slopes",
+    "table13": "axisrl.laws.axis:fit_axes_by",
+    "table14": "axisrl.laws.tables:task_dedup_table",
     "table15": "axisrl.laws.tables:task_dedup_table",
     **dict.fromkeys(PRICING_TABLES, "axisrl.pricing:pricing_tables"),
-    "table18": "axisrl.recipe.study:drivers_table", "table19": "axisrl.recipe.study:progression_table",
-    "table20": "axisrl.recipe.study:exponent_table", "table21": "axisrl.recipe.study:perturbation_table",
+    "table18": "axisrl.recipe.study:drivers_table",
+    "table19": "axisrl.recipe.study:progression_table",
+    "table20": "axisrl.recipe.study:exponent_table",
+    "table21": "axisrl.recipe.study:perturbation_table",
 }
 """Which library function computed each copied table's frame (inside its stage's run)."""
 
 TABLES: dict[str, Target] = {
-    **{name: Target(title, {"frame": ("laws", name)}, COPY, computed_by=COMPUTED_BY[name])
-       for name, title in LAW_TABLES.items()},
-    **{name: Target(title, {"frame": ("pricing", name)}, COPY, computed_by=COMPUTED_BY[name])
-       for name, title in PRICING_TABLES.items()},
-    **{name: Target(title, {"frame": ("recipe", name)}, COPY, computed_by=COMPUTED_BY[name], needs_recipe=True)
-       for name, title in RECIPE_TABLES.items()},
-    "table9": Target(TABLE9_TITLE, {"runs": ("collect", "runs"), "measured": ("validate", "measured")},
-                     "axisrl.report.tables:table9", {"costs": "recipe.cost", "domain": "domain", "train": "train"},
-                     optional=("measured",)),
+    **{
+        name: Target(title, {"frame": ("laws", name)}, COPY, computed_by=COMPUTED_BY[name])
+        for name, title in LAW_TABLES.items()
+    },
+    **{
+        name: Target(title, {"frame": ("pricing", name)}, COPY, computed_by=COMPUTED_BY[name])
+        for name, title in PRICING_TABLES.items()
+    },
+    **{
+        name: Target(title, {"frame": ("recipe", name)}, COPY, computed_by=COMPUTED_BY[name], needs_recipe=True)
+        for name, title in RECIPE_TABLES.items()
+    },
+    "table9": Target(
+        TABLE9_TITLE,
+        {"runs": ("collect", "runs"), "measured": ("validate", "measured")},
+        "axisrl.report.tables:table9",
+        {"costs": "recipe.cost", "domain": "domain", "train": "train"},
+        optional=("measured",),
+    ),
 }
 """Every table target (``results/tables/<name>.md`` and ``.csv``) by name; each has a rule of that name."""
 
 FIGURES: dict[str, Target] = {
-    "fig1": Target("Figure 1: measured against predicted success of the strategy runs",
-                   {"measured": ("validate", "measured")}, "axisrl.report.figures:figure1", needs_recipe=True),
-    "fig2": Target("Figure 2: per-axis scaling laws",
-                   {"points": ("laws", "points"), "fits": ("laws", "axis_fits"), "trends": ("laws", "trends")},
-                   "axisrl.report.figures:figure2"),
-    "fig3": Target("Figure 3: environment x task interaction at iso-cost", {"runs": ("collect", "runs")},
-                   "axisrl.report.figures:interaction_figure",
-                   {"tier": "laws.tier", "cost_per_env": "report.cost_per_env", "cost_per_task": "report.cost_per_task"}),
-    "fig4": Target("Figure 4: synthesis collapse", {"curves": ("pricing", "curves"), "collapse": ("pricing", "collapse")},
-                   "axisrl.report.figures:figure4", {"threshold": "pricing.threshold"}),
-    "fig5": Target("Figure 5: the compute-optimal recipe",
-                   {"path": ("recipe", "path"), "exponents": ("recipe", "exponents"), "curves": ("recipe", "curves"),
-                    "measured": ("validate", "measured")}, "axisrl.report.figures:figure5", needs_recipe=True),
+    "fig1": Target(
+        "Figure 1: measured against predicted success of the strategy runs",
+        {"measured": ("validate", "measured")},
+        "axisrl.report.figures:figure1",
+        needs_recipe=True,
+    ),
+    "fig2": Target(
+        "Figure 2: per-axis scaling laws",
+        {"points": ("laws", "points"), "fits": ("laws", "axis_fits"), "trends": ("laws", "trends")},
+        "axisrl.report.figures:figure2",
+    ),
+    "fig3": Target(
+        "Figure 3: environment x task interaction at iso-cost",
+        {"runs": ("collect", "runs")},
+        "axisrl.report.figures:interaction_figure",
+        {"tier": "laws.tier", "cost_per_env": "report.cost_per_env", "cost_per_task": "report.cost_per_task"},
+    ),
+    "fig4": Target(
+        "Figure 4: synthesis collapse",
+        {"curves": ("pricing", "curves"), "collapse": ("pricing", "collapse")},
+        "axisrl.report.figures:figure4",
+        {"threshold": "pricing.threshold"},
+    ),
+    "fig5": Target(
+        "Figure 5: the compute-optimal recipe",
+        {
+            "path": ("recipe", "path"),
+            "exponents": ("recipe", "exponents"),
+            "curves": ("recipe", "curves"),
+            "measured": ("validate", "measured"),
+        },
+        "axisrl.report.figures:figure5",
+        needs_recipe=True,
+    ),
 }
 """Every figure target (``results/figures/<name>.png`` and ``.pdf``, captioned by
 ``workflow/report/<name>.rst``) by name; each has a rule of that name."""

@@ -1,10 +1,10 @@
 """Warm start for the workflow's one-thread script jobs: a resident server forks one child per job.
 
-Every Snakemake ``script:`` job is a new Python process, and importing torch, numpy and scipy is a
-sizeable share of a short train job (bench/README.md has the measurements). The server imports them once (``PRELOAD``) and forks a child per job. The job's
-own process (the client) hands over the stage, its arguments and its stdout/stderr, and waits for
-the exit status. The child watches the connection: a client that dies (Snakemake killed, a retry,
-an OOM kill) takes its child with it, and signals sent to the client are forwarded to the child.
+Every Snakemake ``script:`` job is a new Python process, and importing torch, numpy and scipy is a sizeable share
+of a short train job (bench/README.md has the measurements). The server imports them once (``PRELOAD``) and forks a
+child per job. The job's own process (the client) hands over the stage, its arguments and its stdout/stderr, and
+waits for the exit status. The child watches the connection: a client that dies (Snakemake killed, a retry, an OOM
+kill) takes its child with it, and signals sent to the client are forwarded to the child.
 
 Used only where the fork is safe and the server sits beside the job (``enabled``): Linux, a
 one-thread job, not inside a cluster job (Slurm ends every process a job started when it ends, a
@@ -48,15 +48,23 @@ log = logging.getLogger("axisrl")
 
 def enabled(threads: int) -> bool:
     """Whether a job with ``threads`` threads may run in a child of the warm server."""
-    return (sys.platform == "linux" and threads == 1 and os.environ.get("AXISRL_WARM", "1") != "0"
-            and not any(name in os.environ for name in CLUSTER_VARIABLES))
+    return (
+        sys.platform == "linux"
+        and threads == 1
+        and os.environ.get("AXISRL_WARM", "1") != "0"
+        and not any(name in os.environ for name in CLUSTER_VARIABLES)
+    )
 
 
 def address() -> Path:
     """The socket of the server that can run this process's jobs exactly as this process would."""
     digest = hashlib.sha256()
-    parts = (sys.executable, sys.version, *sys.path,
-             *sorted(f"{k}={v}" for k, v in os.environ.items() if k.startswith(IMPORT_VARIABLES)))
+    parts = (
+        sys.executable,
+        sys.version,
+        *sys.path,
+        *sorted(f"{k}={v}" for k, v in os.environ.items() if k.startswith(IMPORT_VARIABLES)),
+    )
     for part in parts:
         digest.update(part.encode() + b"\0")
     for path in sorted(Path(__file__).parent.rglob("*.py")):
@@ -77,8 +85,9 @@ def run(target: str, args: Sequence[Any], log_path: str) -> int | None:
         _start_server(path)
         return None
     with conn:
-        request = pickle.dumps({"target": target, "args": tuple(args), "log": log_path, "cwd": os.getcwd(),
-                                "env": dict(os.environ)})
+        request = pickle.dumps(
+            {"target": target, "args": tuple(args), "log": log_path, "cwd": os.getcwd(), "env": dict(os.environ)}
+        )
         try:
             socket.send_fds(conn, [_INT.pack(len(request))], [sys.stdout.fileno(), sys.stderr.fileno()])
             conn.sendall(request)
@@ -213,8 +222,14 @@ def _start_server(path: Path) -> None:
     code = f"import sys; sys.path[:] = {sys.path!r}; from axisrl.warm import serve; serve({str(path)!r})"
     try:
         with open(path.with_suffix(".log"), "a") as out:
-            subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.DEVNULL, stdout=out, stderr=out,
-                             cwd="/", start_new_session=True)
+            subprocess.Popen(
+                [sys.executable, "-c", code],
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=out,
+                cwd="/",
+                start_new_session=True,
+            )
     except OSError as exc:
         log.debug("no warm server: %s", exc)
 

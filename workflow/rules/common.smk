@@ -27,9 +27,7 @@ HASHED = hashed_part(CONFIG, SCHEMA)
 TRAIN_BACKEND = CONFIG["train"]["backend"]
 GPU_RESOURCES = CONFIG["resources"]
 TRAIN = {point.train.key: point for point in STUDY.points.values()}
-EVALUATE = {
-    point.evaluate.key: point for point in STUDY.points.values() if point.evaluate
-}
+EVALUATE = {point.evaluate.key: point for point in STUDY.points.values() if point.evaluate}
 
 
 def stage_dir(stage):
@@ -70,9 +68,7 @@ def _strategy_points(path):
     import polars as pl
 
     fields = list(Design.__dataclass_fields__)
-    designs = (
-        pl.read_parquet(path).unique("point_key", maintain_order=True).select(fields)
-    )
+    designs = pl.read_parquet(path).unique("point_key", maintain_order=True).select(fields)
     jobs = [
         point_jobs(Design(**row), CONFIG["study"]["seeds"], HASHED, STUDY.specs)
         for row in designs.iter_rows(named=True)
@@ -145,19 +141,14 @@ def evaluate_settings(wildcards):
 def models_of(wildcards):
     """Every seed's merged model, in seed order."""
     point = point_of_evaluate(wildcards.eval_key)
-    return [
-        f"{RESULTS}/train/{point.train.key}/seed{seed}/model" for seed in point.seeds
-    ]
+    return [f"{RESULTS}/train/{point.train.key}/seed{seed}/model" for seed in point.seeds]
 
 
 def train_runs_of(point):
     """The runs files of a point's train job (tiny), or of its per-seed jobs (verl)."""
     if TRAIN_BACKEND == "tiny":
         return [f"{RESULTS}/train/{point.train.key}/runs.parquet"]
-    return [
-        f"{RESULTS}/train/{point.train.key}/seed{seed}/runs.parquet"
-        for seed in point.seeds
-    ]
+    return [f"{RESULTS}/train/{point.train.key}/seed{seed}/runs.parquet" for seed in point.seeds]
 
 
 def all_train_runs():
@@ -192,9 +183,7 @@ def target_inputs(target):
 
 def target_params(name, target):
     """A table or figure job: no key of its own, its name and the config values it reads."""
-    options = {
-        option: value_at(CONFIG, path) for option, path in target.options.items()
-    }
+    options = {option: value_at(CONFIG, path) for option, path in target.options.items()}
     return {"spec": None, "settings": {"name": name, "options": options}}
 
 
@@ -208,11 +197,6 @@ def final_outputs():
     return [
         f"{COLLECT_DIR}/runs.parquet",
         *(f"{RESULTS}/tables/{name}.md" for name, t in TABLES.items() if wanted(t)),
-        *(
-            f"{RESULTS}/figures/{name}.{ext}"
-            for name, t in FIGURES.items()
-            if wanted(t)
-            for ext in ("png", "pdf")
-        ),
+        *(f"{RESULTS}/figures/{name}.{ext}" for name, t in FIGURES.items() if wanted(t) for ext in ("png", "pdf")),
         f"{RESULTS}/catalog.parquet",
     ]

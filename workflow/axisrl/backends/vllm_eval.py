@@ -43,8 +43,7 @@ class Engine(Protocol):
     """Chat completion for a batch: one raw completion text per conversation, each conversation
     with its own tool schemas."""
 
-    def chat(self, conversations: Sequence[list[Message]], tools: Sequence[list[dict[str, Any]]]) -> list[str]:
-        ...
+    def chat(self, conversations: Sequence[list[Message]], tools: Sequence[list[dict[str, Any]]]) -> list[str]: ...
 
 
 class Episode(Protocol):
@@ -97,8 +96,9 @@ class Conversation:
     tool_calls: int = 0
     errors: int = 0
 
-    def advance(self, completion: str, max_parallel_calls: int, max_tool_response_chars: int | None,
-                last: bool) -> None:
+    def advance(
+        self, completion: str, max_parallel_calls: int, max_tool_response_chars: int | None, last: bool
+    ) -> None:
         """Take one completion: record it, step its calls (none on the ``last`` turn, as verl),
         append the tool results."""
         self.turns += 1
@@ -108,8 +108,9 @@ class Conversation:
         ids = [f"call_{self.turns}_{k}" for k in range(len(calls))]
         assistant: Message = {"role": "assistant", "content": parsed.content}
         if calls:
-            assistant["tool_calls"] = [{"id": call_id, "type": "function", "function": call}
-                                       for call_id, call in zip(ids, calls)]
+            assistant["tool_calls"] = [
+                {"id": call_id, "type": "function", "function": call} for call_id, call in zip(ids, calls)
+            ]
         self.messages.append(assistant)
         if not calls or last:
             self.done = True
@@ -119,8 +120,13 @@ class Conversation:
             self.steps += 1
             self.tool_calls += call["name"] != FINISH
             self.errors += "error" in result.observation
-            self.messages.append({"role": "tool", "tool_call_id": call_id,
-                                  "content": observation_text(result.observation, max_tool_response_chars)})
+            self.messages.append(
+                {
+                    "role": "tool",
+                    "tool_call_id": call_id,
+                    "content": observation_text(result.observation, max_tool_response_chars),
+                }
+            )
             if result.done:
                 self.done = True
                 return
@@ -128,17 +134,24 @@ class Conversation:
     def record(self) -> dict[str, Any]:
         verdict = self.env.verify()
         total = verdict.subgoals_total
-        return {"task_id": self.task["task_id"], "env_id": self.task["env_id"], "tier": self.task.get("tier"),
-                "success": verdict.success, "reward": verdict.reward,
-                "partial": verdict.subgoals_met / total if total else float(verdict.success),
-                "steps": self.steps, "tool_calls": self.tool_calls, "errors": self.errors}
+        return {
+            "task_id": self.task["task_id"],
+            "env_id": self.task["env_id"],
+            "tier": self.task.get("tier"),
+            "success": verdict.success,
+            "reward": verdict.reward,
+            "partial": verdict.subgoals_met / total if total else float(verdict.success),
+            "steps": self.steps,
+            "tool_calls": self.tool_calls,
+            "errors": self.errors,
+        }
 
 
-def start_conversations(envs: Sequence[Mapping[str, Any]], tasks: Sequence[Mapping[str, Any]],
-                        domain: str) -> list[Conversation]:
+def start_conversations(
+    envs: Sequence[Mapping[str, Any]], tasks: Sequence[Mapping[str, Any]], domain: str
+) -> list[Conversation]:
     api = load(domain)
-    specs = {env["env_id"]: json.loads(env["spec"]) if isinstance(env["spec"], str) else env["spec"]
-             for env in envs}
+    specs = {env["env_id"]: json.loads(env["spec"]) if isinstance(env["spec"], str) else env["spec"] for env in envs}
     conversations = []
     for task in tasks:
         spec = specs[task["env_id"]]
@@ -149,9 +162,16 @@ def start_conversations(envs: Sequence[Mapping[str, Any]], tasks: Sequence[Mappi
     return conversations
 
 
-def evaluate(engine: Engine, envs: Sequence[Mapping[str, Any]], tasks: Sequence[Mapping[str, Any]], domain: str,
-             max_turns: int, max_parallel_calls: int = 1, max_tool_response_chars: int | None = None,
-             workers: int | None = None) -> list[dict[str, Any]]:
+def evaluate(
+    engine: Engine,
+    envs: Sequence[Mapping[str, Any]],
+    tasks: Sequence[Mapping[str, Any]],
+    domain: str,
+    max_turns: int,
+    max_parallel_calls: int = 1,
+    max_tool_response_chars: int | None = None,
+    workers: int | None = None,
+) -> list[dict[str, Any]]:
     """One episode per task, all in one batch; the rows the tiny evaluator writes.
 
     ``max_turns``, ``max_parallel_calls`` and ``max_tool_response_chars`` should be the training
@@ -166,9 +186,14 @@ def evaluate(engine: Engine, envs: Sequence[Mapping[str, Any]], tasks: Sequence[
             if not live:
                 break
             completions = engine.chat([c.messages for c in live], [c.tools for c in live])
-            list(pool.map(lambda pair: pair[0].advance(pair[1], max_parallel_calls, max_tool_response_chars,
-                                                       turn == max_turns),
-                          zip(live, completions)))
+            list(
+                pool.map(
+                    lambda pair, last=turn == max_turns: pair[0].advance(
+                        pair[1], max_parallel_calls, max_tool_response_chars, last
+                    ),
+                    zip(live, completions),
+                )
+            )
     return [c.record() for c in conversations]
 
 
@@ -180,8 +205,9 @@ class VllmEngine:
     longer fits ``max_model_len`` gets an empty completion, which ends its episode (verl ends a
     trajectory at its response budget the same way) instead of failing the whole batch."""
 
-    def __init__(self, model: str, max_tokens: int, chat_template_kwargs: Mapping[str, Any] | None = None,
-                 **llm_kwargs: Any) -> None:
+    def __init__(
+        self, model: str, max_tokens: int, chat_template_kwargs: Mapping[str, Any] | None = None, **llm_kwargs: Any
+    ) -> None:
         from vllm import LLM, SamplingParams
 
         self.llm = LLM(model=model, **llm_kwargs)
@@ -191,8 +217,9 @@ class VllmEngine:
         self.max_model_len: int = self.llm.llm_engine.model_config.max_model_len
 
     def prompt_tokens(self, conversation: list[Message], tools: list[dict[str, Any]]) -> int:
-        text = self.tokenizer.apply_chat_template(conversation, tools=tools, add_generation_prompt=True,
-                                                  tokenize=False, **self.chat_template_kwargs)
+        text = self.tokenizer.apply_chat_template(
+            conversation, tools=tools, add_generation_prompt=True, tokenize=False, **self.chat_template_kwargs
+        )
         return len(self.tokenizer.encode(text, add_special_tokens=False))
 
     def chat(self, conversations: Sequence[list[Message]], tools: Sequence[list[dict[str, Any]]]) -> list[str]:
@@ -204,8 +231,13 @@ class VllmEngine:
         for indices in groups.values():
             # vLLM rewrites tool-call arguments in the messages it is given; ours stay JSON strings
             batch = [copy.deepcopy(conversations[i]) for i in indices]
-            outputs = self.llm.chat(batch, self.sampling, use_tqdm=False, tools=tools[indices[0]],
-                                    chat_template_kwargs=self.chat_template_kwargs)
+            outputs = self.llm.chat(
+                batch,
+                self.sampling,
+                use_tqdm=False,
+                tools=tools[indices[0]],
+                chat_template_kwargs=self.chat_template_kwargs,
+            )
             for i, output in zip(indices, outputs):
                 texts[i] = output.outputs[0].text
         return texts

@@ -36,5 +36,14 @@ def load(name: str) -> Domain:
         raise ValueError(f"unknown domain {name!r}; expected one of {DOMAINS}")
     module = importlib.import_module(f"axisrl.domains.{name}")
     env = module.ToolworldEnv if name == "toolworld" else module.MathcodeEnv
-    return Domain(name, module.generate_pool, env, module.signatures, module.tool_tokens, module.schema_tokens,
-                  module.transition_tokens, module.tool_schemas, module.render_chat)
+    return Domain(
+        name,
+        module.generate_pool,
+        env,
+        module.signatures,
+        module.tool_tokens,
+        module.schema_tokens,
+        module.transition_tokens,
+        module.tool_schemas,
+        module.render_chat,
+    )

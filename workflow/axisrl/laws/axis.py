@@ -50,22 +50,56 @@ MIN_POINTS = {model: n + 1 for model, n in N_PARAMS.items()}
 """Each model needs a residual degree of freedom for its dispersion."""
 
 FIT_SCHEMA = {
-    "axis": pl.String, "model": pl.String, "status": pl.String, "reason": pl.String,
-    "n_points": pl.Int64, "n_runs": pl.Int64, "n_failed_excluded": pl.Int64,
-    "x_min": pl.Float64, "x_max": pl.Float64,
-    "alpha": pl.Float64, "alpha_lo": pl.Float64, "alpha_hi": pl.Float64, "E": pl.Float64, "A": pl.Float64,
-    "dispersion": pl.Float64, "r_squared": pl.Float64, "aicc": pl.Float64, "delta_aicc": pl.Float64,
-    "selected": pl.Boolean, "max_loo_point_shift": pl.Float64, "max_loo_seed_shift": pl.Float64,
+    "axis": pl.String,
+    "model": pl.String,
+    "status": pl.String,
+    "reason": pl.String,
+    "n_points": pl.Int64,
+    "n_runs": pl.Int64,
+    "n_failed_excluded": pl.Int64,
+    "x_min": pl.Float64,
+    "x_max": pl.Float64,
+    "alpha": pl.Float64,
+    "alpha_lo": pl.Float64,
+    "alpha_hi": pl.Float64,
+    "E": pl.Float64,
+    "A": pl.Float64,
+    "dispersion": pl.Float64,
+    "r_squared": pl.Float64,
+    "aicc": pl.Float64,
+    "delta_aicc": pl.Float64,
+    "selected": pl.Boolean,
+    "max_loo_point_shift": pl.Float64,
+    "max_loo_seed_shift": pl.Float64,
     "loo_unstable": pl.Boolean,
 }
 """``loo_unstable``: some leave-one-out shift exceeds half the CI width, so one point or seed drives the fit."""
 
-LOO_SCHEMA = {"axis": pl.String, "model": pl.String, "left_out": pl.String, "left_out_value": pl.Float64,
-              "alpha": pl.Float64, "delta_alpha": pl.Float64}
-SLOPE_SCHEMA = {"axis": pl.String, "segment": pl.Int64, "x_lo": pl.Float64, "x_hi": pl.Float64,
-                "slope": pl.Float64, "slope_se": pl.Float64}
-TREND_SCHEMA = {"axis": pl.String, "n_runs": pl.Int64, "n_points": pl.Int64, "slope": pl.Float64,
-                "slope_lo": pl.Float64, "slope_hi": pl.Float64, "p_value": pl.Float64}
+LOO_SCHEMA = {
+    "axis": pl.String,
+    "model": pl.String,
+    "left_out": pl.String,
+    "left_out_value": pl.Float64,
+    "alpha": pl.Float64,
+    "delta_alpha": pl.Float64,
+}
+SLOPE_SCHEMA = {
+    "axis": pl.String,
+    "segment": pl.Int64,
+    "x_lo": pl.Float64,
+    "x_hi": pl.Float64,
+    "slope": pl.Float64,
+    "slope_se": pl.Float64,
+}
+TREND_SCHEMA = {
+    "axis": pl.String,
+    "n_runs": pl.Int64,
+    "n_points": pl.Int64,
+    "slope": pl.Float64,
+    "slope_lo": pl.Float64,
+    "slope_hi": pl.Float64,
+    "p_value": pl.Float64,
+}
 """``slope``: held-out success gained per doubling of the axis, with its CI and two-sided p-value."""
 REPLICATE_SCHEMA = {"replicate": pl.Int64, "axis": pl.String, "model": pl.String, "alpha": pl.Float64}
 
@@ -201,8 +235,9 @@ def fit_floor(x: np.ndarray, loss: np.ndarray, var_loss: np.ndarray, with_ci: bo
     return ExponentFit(alpha, alpha_lo, alpha_hi, E, A, rss, dof, r_squared)
 
 
-def _profile_crossing(profile: Callable[[float], float], grid_rss: np.ndarray, alpha: float, threshold: float,
-                      side: int) -> float:
+def _profile_crossing(
+    profile: Callable[[float], float], grid_rss: np.ndarray, alpha: float, threshold: float, side: int
+) -> float:
     """Where the profile first rises above ``threshold`` walking from ``alpha`` (the bound if never)."""
     inside = ALPHA_GRID[::side][(ALPHA_GRID[::side] - alpha) * side > 0]
     rss = grid_rss[::side][(ALPHA_GRID[::side] - alpha) * side > 0]
@@ -229,11 +264,12 @@ def quasi_aicc(chi2: float, n_params: int, n_points: int, dispersion: float) -> 
     return chi2 / dispersion + 2 * n_params + 2 * n_params * (n_params + 1) / spare
 
 
-def _fit_models(x: np.ndarray, loss: np.ndarray, var_loss: np.ndarray,
-                with_ci: bool) -> dict[str, ExponentFit | None]:
+def _fit_models(x: np.ndarray, loss: np.ndarray, var_loss: np.ndarray, with_ci: bool) -> dict[str, ExponentFit | None]:
     """Both models, each only where the sweep has enough points for it."""
-    return {"power": fit_power(x, loss, var_loss) if len(x) >= MIN_POINTS["power"] else None,
-            "floor": fit_floor(x, loss, var_loss, with_ci) if len(x) >= MIN_POINTS["floor"] else None}
+    return {
+        "power": fit_power(x, loss, var_loss) if len(x) >= MIN_POINTS["power"] else None,
+        "floor": fit_floor(x, loss, var_loss, with_ci) if len(x) >= MIN_POINTS["floor"] else None,
+    }
 
 
 class _SweepFit(NamedTuple):
@@ -265,16 +301,23 @@ def _loo_rows(arrays: RunArrays, axis: str, fits: Mapping[str, ExponentFit | Non
         for model in MODELS:
             full, refit = fits[model], refits[model]
             if full is not None and refit is not None:
-                rows.append({"axis": axis, "model": model, "left_out": left_out, "left_out_value": value,
-                             "alpha": refit.alpha, "delta_alpha": refit.alpha - full.alpha})
+                rows.append(
+                    {
+                        "axis": axis,
+                        "model": model,
+                        "left_out": left_out,
+                        "left_out_value": value,
+                        "alpha": refit.alpha,
+                        "delta_alpha": refit.alpha - full.alpha,
+                    }
+                )
     return rows
 
 
 def _axis_rows(arrays: RunArrays, axis: str, n_failed: int) -> list[dict]:
     """The two model rows of one sweep, with selection and leave-one-out shifts."""
     n_points = arrays.points.height
-    base = {"axis": axis, "n_points": n_points, "n_runs": len(arrays.point_index),
-            "n_failed_excluded": n_failed}
+    base = {"axis": axis, "n_points": n_points, "n_runs": len(arrays.point_index), "n_failed_excluded": n_failed}
     if n_points:
         x_all = arrays.points[axis].to_numpy()
         base |= {"x_min": float(x_all.min()), "x_max": float(x_all.max())}
@@ -293,23 +336,45 @@ def _axis_rows(arrays: RunArrays, axis: str, n_failed: int) -> list[dict]:
     for model in MODELS:
         fit = fits[model]
         if fit is None:
-            rows.append(base | {"model": model, "status": "too_few_points", "selected": False,
-                                "reason": f"{n_points} usable grid points; {model} needs {MIN_POINTS[model]}"})
+            rows.append(
+                base
+                | {
+                    "model": model,
+                    "status": "too_few_points",
+                    "selected": False,
+                    "reason": f"{n_points} usable grid points; {model} needs {MIN_POINTS[model]}",
+                }
+            )
             continue
         shifts = loo.filter(pl.col("model") == model).group_by("left_out").agg(pl.col("delta_alpha").abs().max())
         shift = dict(zip(shifts["left_out"], shifts["delta_alpha"], strict=True))
         largest_shift = max(shift.values(), default=0.0)
-        rows.append(base | {
-            "model": model, "status": "ok", "alpha": fit.alpha, "alpha_lo": fit.alpha_lo, "alpha_hi": fit.alpha_hi,
-            "E": fit.E, "A": fit.A, "dispersion": fit.chi2 / fit.dof, "r_squared": fit.r_squared,
-            "aicc": aicc[model], "delta_aicc": aicc[model] - min(aicc.values()), "selected": model == chosen,
-            "max_loo_point_shift": shift.get("point"), "max_loo_seed_shift": shift.get("seed"),
-            "loo_unstable": largest_shift > (fit.alpha_hi - fit.alpha_lo) / 2})
+        rows.append(
+            base
+            | {
+                "model": model,
+                "status": "ok",
+                "alpha": fit.alpha,
+                "alpha_lo": fit.alpha_lo,
+                "alpha_hi": fit.alpha_hi,
+                "E": fit.E,
+                "A": fit.A,
+                "dispersion": fit.chi2 / fit.dof,
+                "r_squared": fit.r_squared,
+                "aicc": aicc[model],
+                "delta_aicc": aicc[model] - min(aicc.values()),
+                "selected": model == chosen,
+                "max_loo_point_shift": shift.get("point"),
+                "max_loo_seed_shift": shift.get("seed"),
+                "loo_unstable": largest_shift > (fit.alpha_hi - fit.alpha_lo) / 2,
+            }
+        )
     return rows
 
 
-def _sweeps(runs: pl.DataFrame, axes: Sequence[str], tier: str, centre: Mapping[str, int] | None
-            ) -> dict[str, tuple[pl.DataFrame, int]]:
+def _sweeps(
+    runs: pl.DataFrame, axes: Sequence[str], tier: str, centre: Mapping[str, int] | None
+) -> dict[str, tuple[pl.DataFrame, int]]:
     """Per axis: its usable sweep runs and the number of failed runs it lost."""
     ok, failed = usable_runs(runs, tier)
     held = dict(centre) if centre is not None else infer_centre(ok, [a for a in AXES if a in ok.columns])
@@ -321,8 +386,9 @@ def _sweeps(runs: pl.DataFrame, axes: Sequence[str], tier: str, centre: Mapping[
     return sweeps
 
 
-def fit_axes(runs: pl.DataFrame, axes: Sequence[str] = AXES, *, tier: str = "all",
-             centre: Mapping[str, int] | None = None) -> pl.DataFrame:
+def fit_axes(
+    runs: pl.DataFrame, axes: Sequence[str] = AXES, *, tier: str = "all", centre: Mapping[str, int] | None = None
+) -> pl.DataFrame:
     """Per axis and model (``power``, ``floor``): alpha with its CI, E, A, dispersion, R^2, AICc,
     which model is selected, and the largest leave-one-point-out and leave-one-seed-out shifts.
 
@@ -335,17 +401,27 @@ def fit_axes(runs: pl.DataFrame, axes: Sequence[str] = AXES, *, tier: str = "all
     return pl.DataFrame(rows, schema=FIT_SCHEMA)
 
 
-def fit_axes_by(runs: pl.DataFrame, by: Sequence[str], axes: Sequence[str] = AXES, *, tier: str = "all",
-                centre: Mapping[str, int] | None = None) -> pl.DataFrame:
+def fit_axes_by(
+    runs: pl.DataFrame,
+    by: Sequence[str],
+    axes: Sequence[str] = AXES,
+    *,
+    tier: str = "all",
+    centre: Mapping[str, int] | None = None,
+) -> pl.DataFrame:
     """``fit_axes`` per group of ``by`` (model size, algorithm, budget convention, ...)."""
-    frames = [fit_axes(group, axes, tier=tier, centre=centre).select(
-        *(pl.lit(value).alias(column) for column, value in zip(by, key, strict=True)), pl.all())
-        for key, group in runs.sort(by).group_by(by, maintain_order=True)]
+    frames = [
+        fit_axes(group, axes, tier=tier, centre=centre).select(
+            *(pl.lit(value).alias(column) for column, value in zip(by, key, strict=True)), pl.all()
+        )
+        for key, group in runs.sort(by).group_by(by, maintain_order=True)
+    ]
     return pl.concat(frames, how="vertical_relaxed")
 
 
-def leave_one_out(runs: pl.DataFrame, axes: Sequence[str] = AXES, *, tier: str = "all",
-                  centre: Mapping[str, int] | None = None) -> pl.DataFrame:
+def leave_one_out(
+    runs: pl.DataFrame, axes: Sequence[str] = AXES, *, tier: str = "all", centre: Mapping[str, int] | None = None
+) -> pl.DataFrame:
     """Alpha of each model refitted with each grid point, then each seed, left out."""
     rows = []
     for axis, (sweep, _) in _sweeps(runs, axes, tier, centre).items():
@@ -355,8 +431,9 @@ def leave_one_out(runs: pl.DataFrame, axes: Sequence[str] = AXES, *, tier: str =
     return pl.DataFrame(rows, schema=LOO_SCHEMA)
 
 
-def local_slopes(runs: pl.DataFrame, axes: Sequence[str] = AXES, *, tier: str = "all",
-                 centre: Mapping[str, int] | None = None) -> pl.DataFrame:
+def local_slopes(
+    runs: pl.DataFrame, axes: Sequence[str] = AXES, *, tier: str = "all", centre: Mapping[str, int] | None = None
+) -> pl.DataFrame:
     """Fit-free slopes ``-(ln L_{j+1} - ln L_j) / (ln x_{j+1} - ln x_j)`` with delta-method SEs
     (Table 12); a downward trend in ``x`` is the signature of a floor ``E``."""
     rows = []
@@ -367,13 +444,23 @@ def local_slopes(runs: pl.DataFrame, axes: Sequence[str] = AXES, *, tier: str = 
         s = point_statistics(arrays.point_index, arrays.successes, arrays.trials, arrays.points.height)
         x = arrays.points[axis].to_numpy().astype(np.float64)
         slopes, slope_se = _local_slopes(x, s.loss, s.var_loss)
-        rows += [{"axis": axis, "segment": j + 1, "x_lo": x[j], "x_hi": x[j + 1], "slope": slopes[j],
-                  "slope_se": slope_se[j]} for j in range(len(slopes))]
+        rows += [
+            {
+                "axis": axis,
+                "segment": j + 1,
+                "x_lo": x[j],
+                "x_hi": x[j + 1],
+                "slope": slopes[j],
+                "slope_se": slope_se[j],
+            }
+            for j in range(len(slopes))
+        ]
     return pl.DataFrame(rows, schema=SLOPE_SCHEMA)
 
 
-def success_trends(runs: pl.DataFrame, axes: Sequence[str] = AXES, *, tier: str = "all",
-                   centre: Mapping[str, int] | None = None) -> pl.DataFrame:
+def success_trends(
+    runs: pl.DataFrame, axes: Sequence[str] = AXES, *, tier: str = "all", centre: Mapping[str, int] | None = None
+) -> pl.DataFrame:
     """The fitted trend of held-out success along each sweep: ordinary least squares of every run's
     success on ``log2 x``, with a t-interval on ``n_runs - 2`` degrees of freedom.
 
@@ -391,14 +478,30 @@ def success_trends(runs: pl.DataFrame, axes: Sequence[str] = AXES, *, tier: str 
         design = sm.add_constant(np.log2(sweep[axis].to_numpy().astype(np.float64)))
         fit = sm.OLS(success, design).fit()
         lo, hi = fit.conf_int(1 - LEVEL)[1]
-        rows.append({"axis": axis, "n_runs": sweep.height, "n_points": n_points, "slope": float(fit.params[1]),
-                     "slope_lo": float(lo), "slope_hi": float(hi), "p_value": float(fit.pvalues[1])})
+        rows.append(
+            {
+                "axis": axis,
+                "n_runs": sweep.height,
+                "n_points": n_points,
+                "slope": float(fit.params[1]),
+                "slope_lo": float(lo),
+                "slope_hi": float(hi),
+                "p_value": float(fit.pvalues[1]),
+            }
+        )
     return pl.DataFrame(rows, schema=TREND_SCHEMA)
 
 
-def bootstrap_alphas(runs: pl.DataFrame, axes: Sequence[str] = AXES, *, n_boot: int = 2000, seed: int = 0,
-                     tier: str = "all", centre: Mapping[str, int] | None = None,
-                     episodes: pl.DataFrame | None = None) -> pl.DataFrame:
+def bootstrap_alphas(
+    runs: pl.DataFrame,
+    axes: Sequence[str] = AXES,
+    *,
+    n_boot: int = 2000,
+    seed: int = 0,
+    tier: str = "all",
+    centre: Mapping[str, int] | None = None,
+    episodes: pl.DataFrame | None = None,
+) -> pl.DataFrame:
     """Alpha of each axis and model in each two-stage bootstrap replicate (seeds, then tasks).
 
     All axes are refitted from the *same* replicate, so the shared centre point moves together
@@ -407,7 +510,8 @@ def bootstrap_alphas(runs: pl.DataFrame, axes: Sequence[str] = AXES, *, n_boot: 
     """
     sweeps = _sweeps(runs, axes, tier, centre)
     union = pl.concat([sweep for sweep, _ in sweeps.values()], how="diagonal_relaxed").unique(
-        subset=["run_key"] if "run_key" in runs.columns else None, maintain_order=True)
+        subset=["run_key"] if "run_key" in runs.columns else None, maintain_order=True
+    )
     design = [a for a in AXES if a in union.columns]
     arrays = RunArrays.from_runs(union, design)
     tasks: TaskMatrix | None = None
@@ -417,8 +521,11 @@ def bootstrap_alphas(runs: pl.DataFrame, axes: Sequence[str] = AXES, *, n_boot: 
         tasks = task_matrix(episodes, arrays.run_keys, tier)
     members = {}
     for axis in sweeps:
-        point_in_sweep = arrays.points.with_row_index("i").join(
-            sweeps[axis][0].select(design).unique(), on=design, how="semi")["i"].to_numpy()
+        point_in_sweep = (
+            arrays.points.with_row_index("i")
+            .join(sweeps[axis][0].select(design).unique(), on=design, how="semi")["i"]
+            .to_numpy()
+        )
         run_mask = np.isin(arrays.point_index, point_in_sweep)
         local = np.searchsorted(point_in_sweep, arrays.point_index[run_mask])
         members[axis] = (run_mask, local, arrays.points[point_in_sweep.tolist()][axis].to_numpy().astype(float))
@@ -436,27 +543,48 @@ def bootstrap_alphas(runs: pl.DataFrame, axes: Sequence[str] = AXES, *, n_boot: 
 def bootstrap_intervals(replicates: pl.DataFrame, level: float = LEVEL) -> pl.DataFrame:
     """Percentile interval of alpha per axis and model (``alpha_boot_lo``, ``alpha_boot_hi``)."""
     tail = (1 - level) / 2
-    return (replicates.drop_nulls("alpha").group_by("axis", "model", maintain_order=True)
-            .agg(alpha_boot_lo=pl.col("alpha").quantile(tail, "linear"),
-                 alpha_boot_hi=pl.col("alpha").quantile(1 - tail, "linear"), n_boot=pl.len()))
+    return (
+        replicates.drop_nulls("alpha")
+        .group_by("axis", "model", maintain_order=True)
+        .agg(
+            alpha_boot_lo=pl.col("alpha").quantile(tail, "linear"),
+            alpha_boot_hi=pl.col("alpha").quantile(1 - tail, "linear"),
+            n_boot=pl.len(),
+        )
+    )
 
 
 def axis_ordering(replicates: pl.DataFrame, model: str = "power", level: float = LEVEL) -> pl.DataFrame:
     """Ordering claims tested on bootstrapped differences, not on overlapping marginal CIs: per
     pair of axes, the percentile CI of ``alpha_a - alpha_b`` and the fraction of replicates with
     ``alpha_a > alpha_b``. ``model`` picks which fit's alphas are compared."""
-    wide = (replicates.filter(pl.col("model") == model)
-            .pivot(on="axis", index="replicate", values="alpha").drop_nulls())
+    wide = replicates.filter(pl.col("model") == model).pivot(on="axis", index="replicate", values="alpha").drop_nulls()
     tail = (1 - level) / 2
     rows = []
     for a, b in itertools.combinations([c for c in wide.columns if c != "replicate"], 2):
         diff = (wide[a] - wide[b]).to_numpy()
         if not len(diff):  # an axis without a fit in any replicate: nothing to order
             continue
-        rows.append({"axis_a": a, "axis_b": b, "model": model,
-                     "alpha_diff_lo": float(np.quantile(diff, tail)),
-                     "alpha_diff_hi": float(np.quantile(diff, 1 - tail)),
-                     "frac_a_greater": float(np.mean(diff > 0)), "n_boot": len(diff)})
-    return pl.DataFrame(rows, schema={"axis_a": pl.String, "axis_b": pl.String, "model": pl.String,
-                                      "alpha_diff_lo": pl.Float64, "alpha_diff_hi": pl.Float64,
-                                      "frac_a_greater": pl.Float64, "n_boot": pl.Int64})
+        rows.append(
+            {
+                "axis_a": a,
+                "axis_b": b,
+                "model": model,
+                "alpha_diff_lo": float(np.quantile(diff, tail)),
+                "alpha_diff_hi": float(np.quantile(diff, 1 - tail)),
+                "frac_a_greater": float(np.mean(diff > 0)),
+                "n_boot": len(diff),
+            }
+        )
+    return pl.DataFrame(
+        rows,
+        schema={
+            "axis_a": pl.String,
+            "axis_b": pl.String,
+            "model": pl.String,
+            "alpha_diff_lo": pl.Float64,
+            "alpha_diff_hi": pl.Float64,
+            "frac_a_greater": pl.Float64,
+            "n_boot": pl.Int64,
+        },
+    )

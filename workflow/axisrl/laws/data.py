@@ -40,7 +40,8 @@ def usable_runs(runs: pl.DataFrame, tier: str = "all") -> tuple[pl.DataFrame, pl
     elif {f"p_{tier}", f"n_{tier}"} <= set(runs.columns):
         counted = runs.with_columns(
             successes=(pl.col(f"p_{tier}") * pl.col(f"n_{tier}")).round().cast(pl.Int64),
-            trials=pl.col(f"n_{tier}").cast(pl.Int64))
+            trials=pl.col(f"n_{tier}").cast(pl.Int64),
+        )
     else:
         raise ValueError(f"runs need successes/trials or p_{tier}/n_{tier} columns; got {runs.columns}")
     if "seed" not in counted.columns:
@@ -77,9 +78,11 @@ def axis_sweep(runs: pl.DataFrame, axis: str, centre: Mapping[str, int]) -> pl.D
 
 def check_one_setting(runs: pl.DataFrame, free: Sequence[str]) -> None:
     """Refuse to pool runs that differ in a design column other than the ``free`` (fitted) ones."""
-    mixed = {column: runs[column].unique().sort(nulls_last=True).to_list()
-             for column in DESIGN_COLUMNS if column in runs.columns and column not in free
-             and runs[column].n_unique() > 1}
+    mixed = {
+        column: runs[column].unique().sort(nulls_last=True).to_list()
+        for column in DESIGN_COLUMNS
+        if column in runs.columns and column not in free and runs[column].n_unique() > 1
+    }
     if mixed:
         raise ValueError(f"runs mix settings {mixed}: filter to one setting, or group them (fit_axes_by)")
 
@@ -99,25 +102,33 @@ class RunArrays:
     @classmethod
     def from_runs(cls, runs: pl.DataFrame, by: Sequence[str]) -> RunArrays:
         points = runs.select(by).unique().sort(by)
-        indexed = (runs.join(points.with_row_index("point_index"), on=list(by), how="left", nulls_equal=True)
-                   .sort("point_index", "seed"))
-        return cls(points=points,
-                   point_index=indexed["point_index"].to_numpy().astype(np.int64),
-                   seed=indexed["seed"].to_numpy(),
-                   successes=indexed["successes"].to_numpy().astype(np.float64),
-                   trials=indexed["trials"].to_numpy().astype(np.float64),
-                   run_keys=indexed["run_key"].to_list() if "run_key" in indexed.columns else None)
+        indexed = runs.join(points.with_row_index("point_index"), on=list(by), how="left", nulls_equal=True).sort(
+            "point_index", "seed"
+        )
+        return cls(
+            points=points,
+            point_index=indexed["point_index"].to_numpy().astype(np.int64),
+            seed=indexed["seed"].to_numpy(),
+            successes=indexed["successes"].to_numpy().astype(np.float64),
+            trials=indexed["trials"].to_numpy().astype(np.float64),
+            run_keys=indexed["run_key"].to_list() if "run_key" in indexed.columns else None,
+        )
 
     def subset(self, keep: np.ndarray) -> RunArrays:
         """The runs where ``keep`` holds, points without runs dropped (leave-one-out refits)."""
         kept_points = np.unique(self.point_index[keep])
         new_index = np.full(self.points.height, -1, dtype=np.int64)
         new_index[kept_points] = np.arange(len(kept_points))
-        return RunArrays(points=self.points[kept_points.tolist()],
-                         point_index=new_index[self.point_index[keep]],
-                         seed=self.seed[keep], successes=self.successes[keep], trials=self.trials[keep],
-                         run_keys=None if self.run_keys is None else
-                         [k for k, kept in zip(self.run_keys, keep, strict=True) if kept])
+        return RunArrays(
+            points=self.points[kept_points.tolist()],
+            point_index=new_index[self.point_index[keep]],
+            seed=self.seed[keep],
+            successes=self.successes[keep],
+            trials=self.trials[keep],
+            run_keys=None
+            if self.run_keys is None
+            else [k for k, kept in zip(self.run_keys, keep, strict=True) if kept],
+        )
 
 
 @dataclass(frozen=True)
@@ -132,8 +143,7 @@ class PointStats:
     """tau^2: between-seed variance of L beyond binomial noise, pooled over points, floored at 0."""
 
 
-def point_statistics(point_index: np.ndarray, successes: np.ndarray, trials: np.ndarray,
-                     n_points: int) -> PointStats:
+def point_statistics(point_index: np.ndarray, successes: np.ndarray, trials: np.ndarray, n_points: int) -> PointStats:
     """Pooled loss per point; ``var(L) = (binomial variance per seed + tau^2) / seeds``."""
     pooled_trials = np.bincount(point_index, trials, n_points)
     loss = clipped_loss(np.bincount(point_index, successes, n_points), pooled_trials)
@@ -159,8 +169,12 @@ def pool_points(runs: pl.DataFrame, by: Sequence[str], tier: str = "all") -> pl.
     stats = point_statistics(arrays.point_index, arrays.successes, arrays.trials, arrays.points.height)
     return arrays.points.with_columns(
         successes=np.bincount(arrays.point_index, arrays.successes, arrays.points.height).astype(np.int64),
-        trials=stats.trials.astype(np.int64), n_seeds=stats.n_seeds,
-        p=np.exp(-stats.loss), loss=stats.loss, loss_se=np.sqrt(stats.var_loss))
+        trials=stats.trials.astype(np.int64),
+        n_seeds=stats.n_seeds,
+        p=np.exp(-stats.loss),
+        loss=stats.loss,
+        loss_se=np.sqrt(stats.var_loss),
+    )
 
 
 @dataclass(frozen=True)
@@ -191,8 +205,9 @@ def task_matrix(episodes: pl.DataFrame, run_keys: Sequence[str], tier: str) -> T
     return TaskMatrix(successes, present)
 
 
-def resample(arrays: RunArrays, rng: np.random.Generator,
-             tasks: TaskMatrix | None = None) -> tuple[np.ndarray, np.ndarray]:
+def resample(
+    arrays: RunArrays, rng: np.random.Generator, tasks: TaskMatrix | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """(successes, trials) of one two-stage bootstrap replicate, aligned with ``arrays``' runs.
 
     Stage 1 redraws each point's seeds with replacement; stage 2 redraws the held-out tasks, once
@@ -202,8 +217,9 @@ def resample(arrays: RunArrays, rng: np.random.Generator,
     """
     counts = np.bincount(arrays.point_index, minlength=arrays.points.height)
     starts = np.cumsum(counts) - counts
-    drawn = starts[arrays.point_index] + (rng.random(len(arrays.point_index))
-                                          * counts[arrays.point_index]).astype(np.int64)
+    drawn = starts[arrays.point_index] + (rng.random(len(arrays.point_index)) * counts[arrays.point_index]).astype(
+        np.int64
+    )
     if tasks is None:
         trials = arrays.trials[drawn]
         return rng.binomial(trials.astype(np.int64), arrays.successes[drawn] / trials).astype(np.float64), trials

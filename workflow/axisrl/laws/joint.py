@@ -47,8 +47,7 @@ if TYPE_CHECKING:
 
 JointModel = Literal["additive", "nested"]
 ALPHA_STARTS = (0.1, 0.3, 0.7)
-HOFFMANN_INIT_GRID = {"e": np.arange(-1.0, 1.5, 0.5), "a": np.arange(0.0, 30.0, 5.0),
-                      "alpha": np.arange(0.0, 2.5, 0.5)}
+HOFFMANN_INIT_GRID = {"e": np.arange(-1.0, 1.5, 0.5), "a": np.arange(0.0, 30.0, 5.0), "alpha": np.arange(0.0, 2.5, 0.5)}
 """Hoffmann et al. (2022) App. D.2 starts, used per axis: e, then (a, alpha) for every axis."""
 
 
@@ -64,8 +63,9 @@ class Law:
     k_star: float | None = None
 
 
-def effective_axes(values: Mapping[str, np.ndarray], m_star: float | None,
-                   k_star: float | None) -> dict[str, np.ndarray]:
+def effective_axes(
+    values: Mapping[str, np.ndarray], m_star: float | None, k_star: float | None
+) -> dict[str, np.ndarray]:
     """Axis values as the law sees them: nested tasks and saturating trajectories applied."""
     effective = dict(values)
     if m_star is not None:
@@ -86,10 +86,21 @@ def predict_loss(law: Law, designs: pl.DataFrame) -> np.ndarray:
 
 def _schema(axes: Sequence[str]) -> dict[str, pl.DataType]:
     schema: dict[str, pl.DataType] = {
-        "model": pl.String, "objective": pl.String, "status": pl.String, "n_points": pl.Int64,
-        "n_params": pl.Int64, "E": pl.Float64, "m_star": pl.Float64, "k_star": pl.Float64,
-        "objective_value": pl.Float64, "dispersion": pl.Float64, "aicc": pl.Float64,
-        "delta_aicc": pl.Float64, "cv_rmse": pl.Float64, "selected": pl.Boolean}
+        "model": pl.String,
+        "objective": pl.String,
+        "status": pl.String,
+        "n_points": pl.Int64,
+        "n_params": pl.Int64,
+        "E": pl.Float64,
+        "m_star": pl.Float64,
+        "k_star": pl.Float64,
+        "objective_value": pl.Float64,
+        "dispersion": pl.Float64,
+        "aicc": pl.Float64,
+        "delta_aicc": pl.Float64,
+        "cv_rmse": pl.Float64,
+        "selected": pl.Boolean,
+    }
     for axis in axes:
         schema |= {f"A_{axis}": pl.Float64, f"alpha_{axis}": pl.Float64}
     return schema
@@ -113,15 +124,21 @@ class _Problem:
         K = len(self.axes)
         m_star = float(np.exp(theta[K])) if self.nested else None
         k_star = float(np.exp(theta[K + 1])) if self.saturating else None
-        return Law(float(coef[0]), dict(zip(self.axes, map(float, coef[1:]), strict=True)),
-                   dict(zip(self.axes, map(float, theta[:K]), strict=True)), m_star, k_star)
+        return Law(
+            float(coef[0]),
+            dict(zip(self.axes, map(float, coef[1:]), strict=True)),
+            dict(zip(self.axes, map(float, theta[:K]), strict=True)),
+            m_star,
+            k_star,
+        )
 
     def features(self, theta: np.ndarray, keep: np.ndarray) -> np.ndarray:
         """Columns ``[1, x_i_eff^-alpha_i ...]`` at the points in ``keep``."""
         K = len(self.axes)
         values = {axis: v[keep] for axis, v in self.values.items()}
-        effective = effective_axes(values, np.exp(theta[K]) if self.nested else None,
-                                   np.exp(theta[K + 1]) if self.saturating else None)
+        effective = effective_axes(
+            values, np.exp(theta[K]) if self.nested else None, np.exp(theta[K + 1]) if self.saturating else None
+        )
         return np.column_stack([np.ones(keep.sum())] + [effective[a] ** -theta[i] for i, a in enumerate(self.axes)])
 
     def project(self, theta: np.ndarray, keep: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -137,8 +154,9 @@ class _Problem:
             ratio = self.values["d_task"] / self.values["d_env"]
             bounds.append((float(np.log(ratio.min() / 10)), float(np.log(ratio.max() * 100))))
         if self.saturating:
-            bounds.append((float(np.log(self.values["d_traj"].min() / 10)),
-                           float(np.log(self.values["d_traj"].max() * 100))))
+            bounds.append(
+                (float(np.log(self.values["d_traj"].min() / 10)), float(np.log(self.values["d_traj"].max() * 100)))
+            )
         return bounds
 
     def fit(self, starts: Sequence[np.ndarray], keep: np.ndarray) -> tuple[np.ndarray, float]:
@@ -148,8 +166,14 @@ class _Problem:
         low, high = np.array(self.bounds()).T
         best_theta, best_rss = starts[0], np.inf
         for start in starts:
-            result = optimize.least_squares(lambda theta: self.project(theta, keep)[0], np.clip(start, low, high),
-                                            bounds=(low, high), method="trf", x_scale="jac", ftol=1e-12)
+            result = optimize.least_squares(
+                lambda theta: self.project(theta, keep)[0],
+                np.clip(start, low, high),
+                bounds=(low, high),
+                method="trf",
+                x_scale="jac",
+                ftol=1e-12,
+            )
             rss = float(np.sum(result.fun**2))
             if rss < best_rss:
                 best_theta, best_rss = result.x, rss
@@ -159,11 +183,12 @@ class _Problem:
 def _nested_starts(problem: _Problem, additive_alpha: np.ndarray) -> list[np.ndarray]:
     """The additive fit's exponents crossed with a grid on m* (and k*), plus the coarse exponent
     grid at the middle of that grid."""
-    bounds = problem.bounds()[len(problem.axes):]
+    bounds = problem.bounds()[len(problem.axes) :]
     scales = [np.linspace(low + np.log(10), high - np.log(100), 4) for low, high in bounds]
     middle = np.array([np.mean(scale) for scale in scales])
-    return ([np.concatenate([additive_alpha, scale]) for scale in itertools.product(*scales)]
-            + [np.concatenate([alpha, middle]) for alpha in itertools.product(ALPHA_STARTS, repeat=len(problem.axes))])
+    return [np.concatenate([additive_alpha, scale]) for scale in itertools.product(*scales)] + [
+        np.concatenate([alpha, middle]) for alpha in itertools.product(ALPHA_STARTS, repeat=len(problem.axes))
+    ]
 
 
 def _cv_rmse(problem: _Problem, theta: np.ndarray) -> float:
@@ -178,9 +203,14 @@ def _cv_rmse(problem: _Problem, theta: np.ndarray) -> float:
     return float(np.sqrt(np.mean(np.square(errors))))
 
 
-def fit_joint(runs: pl.DataFrame, axes: Sequence[str] = AXES, *, tier: str = "all",
-              models: Sequence[JointModel] = ("additive", "nested"),
-              objective: Literal["wls", "chinchilla"] = "wls") -> pl.DataFrame:
+def fit_joint(
+    runs: pl.DataFrame,
+    axes: Sequence[str] = AXES,
+    *,
+    tier: str = "all",
+    models: Sequence[JointModel] = ("additive", "nested"),
+    objective: Literal["wls", "chinchilla"] = "wls",
+) -> pl.DataFrame:
     """One row per model: E, ``A_<axis>``, ``alpha_<axis>``, ``m_star``, ``k_star``, the weighted RSS,
     quasi-AICc, leave-one-grid-point-out ``cv_rmse`` of ``ln L``, and which model is selected.
 
@@ -202,7 +232,7 @@ def fit_joint(runs: pl.DataFrame, axes: Sequence[str] = AXES, *, tier: str = "al
         if not {"d_env", "d_task"} <= set(axes):
             raise ValueError("the nested model needs d_env and d_task among the axes")
         nested = _Problem(tuple(axes), values, additive.loss, weight, nested=True)
-        fitted["nested"] = (nested, *nested.fit(_nested_starts(nested, theta[:len(axes)]), everything))
+        fitted["nested"] = (nested, *nested.fit(_nested_starts(nested, theta[: len(axes)]), everything))
     n_points = points.height
     n_params = {m: 1 + len(axes) + len(p.bounds()) for m, (p, _, _) in fitted.items()}
     largest = max(fitted, key=n_params.get)
@@ -213,16 +243,32 @@ def fit_joint(runs: pl.DataFrame, axes: Sequence[str] = AXES, *, tier: str = "al
         k = n_params[model]
         law = problem.law(theta, problem.project(theta, everything)[1])
         aicc = quasi_aicc(rss, k, n_points, dispersion)
-        rows.append({"model": model, "objective": "wls", "status": "ok", "n_points": n_points, "n_params": k,
-                     "E": law.E, "m_star": law.m_star, "k_star": law.k_star, "objective_value": rss,
-                     "dispersion": rss / (n_points - k) if n_points > k else None, "aicc": aicc,
-                     "cv_rmse": _cv_rmse(problem, theta),
-                     **{f"A_{a}": law.A[a] for a in axes}, **{f"alpha_{a}": law.alpha[a] for a in axes}})
+        rows.append(
+            {
+                "model": model,
+                "objective": "wls",
+                "status": "ok",
+                "n_points": n_points,
+                "n_params": k,
+                "E": law.E,
+                "m_star": law.m_star,
+                "k_star": law.k_star,
+                "objective_value": rss,
+                "dispersion": rss / (n_points - k) if n_points > k else None,
+                "aicc": aicc,
+                "cv_rmse": _cv_rmse(problem, theta),
+                **{f"A_{a}": law.A[a] for a in axes},
+                **{f"alpha_{a}": law.alpha[a] for a in axes},
+            }
+        )
     best_aicc = min(row["aicc"] for row in rows)
     by_model = {row["model"]: row for row in rows}
-    prefer_nested = ("nested" in by_model and "additive" in by_model
-                     and by_model["additive"]["aicc"] - by_model["nested"]["aicc"] > 2
-                     and by_model["nested"]["cv_rmse"] < by_model["additive"]["cv_rmse"])
+    prefer_nested = (
+        "nested" in by_model
+        and "additive" in by_model
+        and by_model["additive"]["aicc"] - by_model["nested"]["aicc"] > 2
+        and by_model["nested"]["cv_rmse"] < by_model["additive"]["cv_rmse"]
+    )
     for row in rows:
         row["delta_aicc"] = row["aicc"] - best_aicc
         row["selected"] = len(rows) == 1 or (row["model"] == "nested") == prefer_nested
@@ -232,12 +278,21 @@ def fit_joint(runs: pl.DataFrame, axes: Sequence[str] = AXES, *, tier: str = "al
 def fitted_law(fit: pl.DataFrame, axes: Sequence[str] = AXES) -> Law:
     """The selected model of a ``fit_joint`` frame as a ``Law``."""
     row = fit.filter(pl.col("selected")).row(0, named=True)
-    return Law(row["E"], {a: row[f"A_{a}"] for a in axes}, {a: row[f"alpha_{a}"] for a in axes},
-               row["m_star"], row["k_star"])
+    return Law(
+        row["E"], {a: row[f"A_{a}"] for a in axes}, {a: row[f"alpha_{a}"] for a in axes}, row["m_star"], row["k_star"]
+    )
 
 
-def bootstrap_joint(runs: pl.DataFrame, fit: pl.DataFrame, axes: Sequence[str] = AXES, *, n_boot: int = 200,
-                    seed: int = 0, tier: str = "all", episodes: pl.DataFrame | None = None) -> list[Law]:
+def bootstrap_joint(
+    runs: pl.DataFrame,
+    fit: pl.DataFrame,
+    axes: Sequence[str] = AXES,
+    *,
+    n_boot: int = 200,
+    seed: int = 0,
+    tier: str = "all",
+    episodes: pl.DataFrame | None = None,
+) -> list[Law]:
     """The selected model of ``fit`` (a ``fit_joint`` frame of these runs) refitted to each
     two-stage bootstrap replicate of the runs (seeds, then held-out tasks; ``resample``), so that
     what is derived from the law (the recipe) can be re-derived per draw. Each refit starts from
@@ -249,9 +304,11 @@ def bootstrap_joint(runs: pl.DataFrame, fit: pl.DataFrame, axes: Sequence[str] =
     row = fit.filter(pl.col("selected")).row(0, named=True)
     values = {a: arrays.points[a].to_numpy().astype(np.float64) for a in axes}
     nested = row["model"] == "nested"
-    start = np.array([row[f"alpha_{a}"] for a in axes]
-                     + ([np.log(row["m_star"])] if nested else [])
-                     + ([np.log(row["k_star"])] if nested and "d_traj" in axes else []))
+    start = np.array(
+        [row[f"alpha_{a}"] for a in axes]
+        + ([np.log(row["m_star"])] if nested else [])
+        + ([np.log(row["k_star"])] if nested and "d_traj" in axes else [])
+    )
     everything = np.ones(arrays.points.height, dtype=bool)
     rng = np.random.default_rng(seed)
     laws = []
@@ -264,11 +321,12 @@ def bootstrap_joint(runs: pl.DataFrame, fit: pl.DataFrame, axes: Sequence[str] =
     return laws
 
 
-def _huber_objective(theta: np.ndarray, log_x: np.ndarray, log_loss: np.ndarray,
-                     delta: float) -> tuple[float, np.ndarray]:
+def _huber_objective(
+    theta: np.ndarray, log_x: np.ndarray, log_loss: np.ndarray, delta: float
+) -> tuple[float, np.ndarray]:
     """Summed Huber loss of log residuals of ``LSE(e, a_i - alpha_i log x_i)`` and its gradient."""
     K = log_x.shape[1]
-    terms = np.column_stack([np.full(len(log_loss), theta[0]), theta[1:K + 1] - theta[K + 1:] * log_x])
+    terms = np.column_stack([np.full(len(log_loss), theta[0]), theta[1 : K + 1] - theta[K + 1 :] * log_x])
     residual = special.logsumexp(terms, axis=1) - log_loss
     slope = np.clip(residual, -delta, delta)
     share = special.softmax(terms, axis=1) * slope[:, None]
@@ -281,16 +339,23 @@ def _grid_objective(starts: np.ndarray, log_x: np.ndarray, log_loss: np.ndarray,
     K = log_x.shape[1]
     values = []
     for chunk in np.array_split(starts, max(1, len(starts) // 2000)):
-        terms = chunk[:, None, 1:K + 1] - chunk[:, None, K + 1:] * log_x[None]
-        lse = special.logsumexp(np.concatenate([np.broadcast_to(chunk[:, None, :1], (*terms.shape[:2], 1)),
-                                                terms], axis=2), axis=2)
+        terms = chunk[:, None, 1 : K + 1] - chunk[:, None, K + 1 :] * log_x[None]
+        lse = special.logsumexp(
+            np.concatenate([np.broadcast_to(chunk[:, None, :1], (*terms.shape[:2], 1)), terms], axis=2), axis=2
+        )
         values.append(special.huber(delta, lse - log_loss[None]).sum(axis=1))
     return np.concatenate(values)
 
 
-def fit_chinchilla(points: pl.DataFrame, axes: Sequence[str], *, loss: str = "loss", delta: float = 1e-3,
-                   init_grid: Mapping[str, Sequence[float]] = HOFFMANN_INIT_GRID,
-                   n_refine: int = 10) -> pl.DataFrame:
+def fit_chinchilla(
+    points: pl.DataFrame,
+    axes: Sequence[str],
+    *,
+    loss: str = "loss",
+    delta: float = 1e-3,
+    init_grid: Mapping[str, Sequence[float]] = HOFFMANN_INIT_GRID,
+    n_refine: int = 10,
+) -> pl.DataFrame:
     """The Chinchilla Approach-3 fit on any frame with ``axes`` columns and a ``loss`` column.
 
     Returns ``E = exp(e)``, ``A_<axis> = exp(a_i)``, ``alpha_<axis>`` and the summed Huber loss.
@@ -304,19 +369,33 @@ def fit_chinchilla(points: pl.DataFrame, axes: Sequence[str], *, loss: str = "lo
     log_loss = np.log(points[loss].to_numpy().astype(np.float64))
     K = len(axes)
     per_axis = list(itertools.product(init_grid["a"], init_grid["alpha"]))
-    starts = np.array([[e, *(a for a, _ in pairs), *(alpha for _, alpha in pairs)]
-                       for e in init_grid["e"] for pairs in itertools.product(per_axis, repeat=K)])
+    starts = np.array(
+        [
+            [e, *(a for a, _ in pairs), *(alpha for _, alpha in pairs)]
+            for e in init_grid["e"]
+            for pairs in itertools.product(per_axis, repeat=K)
+        ]
+    )
     order = np.argsort(_grid_objective(starts, log_x, log_loss, delta), kind="stable")
-    results = [optimize.minimize(_huber_objective, start, args=(log_x, log_loss, delta), jac=True,
-                                 method="L-BFGS-B") for start in starts[order[:n_refine]]]
+    results = [
+        optimize.minimize(_huber_objective, start, args=(log_x, log_loss, delta), jac=True, method="L-BFGS-B")
+        for start in starts[order[:n_refine]]
+    ]
     converged = [r for r in results if r.success]
     best = min(converged or results, key=lambda r: r.fun)
-    e, a, alpha = best.x[0], best.x[1:K + 1], best.x[K + 1:]
-    row = {"model": "additive", "objective": "chinchilla", "status": "ok" if converged else "not_converged",
-           "n_points": points.height, "n_params": 1 + 2 * K, "E": float(np.exp(e)),
-           "objective_value": float(best.fun), "selected": True,
-           **{f"A_{ax}": float(np.exp(a[i])) for i, ax in enumerate(axes)},
-           **{f"alpha_{ax}": float(alpha[i]) for i, ax in enumerate(axes)}}
+    e, a, alpha = best.x[0], best.x[1 : K + 1], best.x[K + 1 :]
+    row = {
+        "model": "additive",
+        "objective": "chinchilla",
+        "status": "ok" if converged else "not_converged",
+        "n_points": points.height,
+        "n_params": 1 + 2 * K,
+        "E": float(np.exp(e)),
+        "objective_value": float(best.fun),
+        "selected": True,
+        **{f"A_{ax}": float(np.exp(a[i])) for i, ax in enumerate(axes)},
+        **{f"alpha_{ax}": float(alpha[i]) for i, ax in enumerate(axes)},
+    }
     return pl.DataFrame([row], schema=_schema(axes))
 
 
@@ -334,14 +413,28 @@ def _quasi_binomial(proportion: np.ndarray, trials: np.ndarray, exog: np.ndarray
     return model.fit(scale=max(1.0, first.pearson_chi2 / first.df_resid))
 
 
-INTERACTION_SCHEMA = {"outer_axis": pl.String, "inner_axis": pl.String, "outer_value": pl.Float64,
-                      "inner_slope": pl.Float64, "inner_slope_lo": pl.Float64, "inner_slope_hi": pl.Float64,
-                      "beta_interaction": pl.Float64, "beta_interaction_se": pl.Float64,
-                      "f_stat": pl.Float64, "p_value": pl.Float64, "dispersion": pl.Float64}
+INTERACTION_SCHEMA = {
+    "outer_axis": pl.String,
+    "inner_axis": pl.String,
+    "outer_value": pl.Float64,
+    "inner_slope": pl.Float64,
+    "inner_slope_lo": pl.Float64,
+    "inner_slope_hi": pl.Float64,
+    "beta_interaction": pl.Float64,
+    "beta_interaction_se": pl.Float64,
+    "f_stat": pl.Float64,
+    "p_value": pl.Float64,
+    "dispersion": pl.Float64,
+}
 
 
-def interaction_pretest(runs: pl.DataFrame, axes: Sequence[str] = AXES, *,
-                        interaction: tuple[str, str] = ("d_env", "d_task"), tier: str = "all") -> pl.DataFrame:
+def interaction_pretest(
+    runs: pl.DataFrame,
+    axes: Sequence[str] = AXES,
+    *,
+    interaction: tuple[str, str] = ("d_env", "d_task"),
+    tier: str = "all",
+) -> pl.DataFrame:
     """Cheap, exact test of an interaction before fitting nonlinear laws.
 
     Quasi-binomial GLM on run-level success rates weighted by trials: ``logit p = b0 + sum_i b_i ln x_i +
@@ -369,9 +462,19 @@ def interaction_pretest(runs: pl.DataFrame, axes: Sequence[str] = AXES, *,
         gradient = np.zeros(full_exog.shape[1])
         gradient[[inner_index, product_index]] = 1.0, np.log(level)
         slope, se = float(gradient @ full.params), float(np.sqrt(gradient @ covariance @ gradient))
-        rows.append({"outer_axis": outer, "inner_axis": inner, "outer_value": float(level), "inner_slope": slope,
-                     "inner_slope_lo": slope - t_quantile * se, "inner_slope_hi": slope + t_quantile * se,
-                     "beta_interaction": float(full.params[product_index]),
-                     "beta_interaction_se": float(full.bse[product_index]), "f_stat": float(f_stat),
-                     "p_value": float(stats.f.sf(f_stat, 1, full.df_resid)), "dispersion": float(full.scale)})
+        rows.append(
+            {
+                "outer_axis": outer,
+                "inner_axis": inner,
+                "outer_value": float(level),
+                "inner_slope": slope,
+                "inner_slope_lo": slope - t_quantile * se,
+                "inner_slope_hi": slope + t_quantile * se,
+                "beta_interaction": float(full.params[product_index]),
+                "beta_interaction_se": float(full.bse[product_index]),
+                "f_stat": float(f_stat),
+                "p_value": float(stats.f.sf(f_stat, 1, full.df_resid)),
+                "dispersion": float(full.scale),
+            }
+        )
     return pl.DataFrame(rows, schema=INTERACTION_SCHEMA)

@@ -19,8 +19,11 @@ from axisrl.laws.data import TIERS
 from axisrl.laws.joint import Law, predict_loss
 from axisrl.plan import Design, run_key
 
-DEFAULT_GRIDS: dict[str, tuple[int, ...]] = {"d_env": (1, 2, 4, 8, 16, 32), "d_task": (8, 16, 32, 64, 128, 256),
-                                             "d_traj": (2, 4, 8, 16, 32, 64)}
+DEFAULT_GRIDS: dict[str, tuple[int, ...]] = {
+    "d_env": (1, 2, 4, 8, 16, 32),
+    "d_task": (8, 16, 32, 64, 128, 256),
+    "d_traj": (2, 4, 8, 16, 32, 64),
+}
 DEFAULT_CENTRE: dict[str, int] = {"d_env": 8, "d_task": 32, "d_traj": 8}
 VISITS_PER_RUN = 256
 STEPS_PER_EPISODE = 4
@@ -33,15 +36,22 @@ class SimulatedStudy(NamedTuple):
     episodes: pl.DataFrame
 
 
-def _designs(grids: Mapping[str, Sequence[int]], centre: Mapping[str, int], width: int,
-             interaction: Mapping[str, Sequence[int]] | None) -> dict[str, tuple[Design, list[str]]]:
+def _designs(
+    grids: Mapping[str, Sequence[int]],
+    centre: Mapping[str, int],
+    width: int,
+    interaction: Mapping[str, Sequence[int]] | None,
+) -> dict[str, tuple[Design, list[str]]]:
     """One-axis sweeps (``grids`` may include ``width``) and an optional factorial, merged by design."""
     base = Design(**centre, width=width, algo="grpo", reward_density="sparse")
-    family_designs = [("axis_sweeps", replace(base, **{axis: value}))
-                      for axis, values in grids.items() for value in values]
+    family_designs = [
+        ("axis_sweeps", replace(base, **{axis: value})) for axis, values in grids.items() for value in values
+    ]
     if interaction:
-        family_designs += [("interaction", replace(base, **dict(zip(interaction, combo, strict=True))))
-                           for combo in itertools.product(*interaction.values())]
+        family_designs += [
+            ("interaction", replace(base, **dict(zip(interaction, combo, strict=True))))
+            for combo in itertools.product(*interaction.values())
+        ]
     merged: dict[str, tuple[Design, list[str]]] = {}
     for family, design in family_designs:
         _, families = merged.setdefault(design.point_key, (design, []))
@@ -50,11 +60,18 @@ def _designs(grids: Mapping[str, Sequence[int]], centre: Mapping[str, int], widt
     return merged
 
 
-def simulate_study(law: Law | Callable[[pl.DataFrame], np.ndarray], *,
-                   grids: Mapping[str, Sequence[int]] = DEFAULT_GRIDS,
-                   centre: Mapping[str, int] = DEFAULT_CENTRE, width: int = 64,
-                   interaction: Mapping[str, Sequence[int]] | None = None, seeds: Sequence[int] = (0, 1, 2),
-                   n_tasks: int = 256, seed_sd: float = 0.0, seed: int = 0) -> SimulatedStudy:
+def simulate_study(
+    law: Law | Callable[[pl.DataFrame], np.ndarray],
+    *,
+    grids: Mapping[str, Sequence[int]] = DEFAULT_GRIDS,
+    centre: Mapping[str, int] = DEFAULT_CENTRE,
+    width: int = 64,
+    interaction: Mapping[str, Sequence[int]] | None = None,
+    seeds: Sequence[int] = (0, 1, 2),
+    n_tasks: int = 256,
+    seed_sd: float = 0.0,
+    seed: int = 0,
+) -> SimulatedStudy:
     """Runs (collect columns, one per design x seed) and their per-task episodes.
 
     ``law`` is a ``Law`` or any function from design rows to ``L`` (e.g. a product of powers, whose
@@ -64,9 +81,18 @@ def simulate_study(law: Law | Callable[[pl.DataFrame], np.ndarray], *,
     """
     rng = np.random.default_rng(seed)
     designs = _designs(grids, centre, width, interaction)
-    rows = [{"run_key": run_key(point_key, s), "point_key": point_key, "families": families,
-             "domain": "simulated", **asdict(design), "seed": s}
-            for point_key, (design, families) in designs.items() for s in seeds]
+    rows = [
+        {
+            "run_key": run_key(point_key, s),
+            "point_key": point_key,
+            "families": families,
+            "domain": "simulated",
+            **asdict(design),
+            "seed": s,
+        }
+        for point_key, (design, families) in designs.items()
+        for s in seeds
+    ]
     runs = pl.DataFrame(rows)
     loss = predict_loss(law, runs) if isinstance(law, Law) else law(runs)
     loss = loss * np.exp(seed_sd * rng.standard_normal(runs.height))
@@ -77,17 +103,28 @@ def simulate_study(law: Law | Callable[[pl.DataFrame], np.ndarray], *,
         in_tier = np.ones(n_tasks, bool) if tier == "all" else tier_of_task == tier
         n = int(in_tier.sum())
         p = success[:, in_tier].mean(axis=1)
-        columns |= {f"n_{tier}": np.full(runs.height, n), f"p_{tier}": p, f"se_{tier}": np.sqrt(p * (1 - p) / n),
-                    f"loss_{tier}": -np.log(np.clip(p, 0.5 / n, 1 - 0.5 / n))}
+        columns |= {
+            f"n_{tier}": np.full(runs.height, n),
+            f"p_{tier}": p,
+            f"se_{tier}": np.sqrt(p * (1 - p) / n),
+            f"loss_{tier}": -np.log(np.clip(p, 0.5 / n, 1 - 0.5 / n)),
+        }
     episodes = VISITS_PER_RUN * pl.col("d_traj")
     runs = runs.with_columns(
-        status=pl.lit("ok"), **columns, visits=pl.lit(VISITS_PER_RUN), episodes=episodes,
+        status=pl.lit("ok"),
+        **columns,
+        visits=pl.lit(VISITS_PER_RUN),
+        episodes=episodes,
         env_steps=episodes * STEPS_PER_EPISODE,
         rollout_flops=2.0 * pl.col("width").cast(pl.Float64) ** 2 * episodes * STEPS_PER_EPISODE,
-        train_flops=6.0 * pl.col("width").cast(pl.Float64) ** 2 * episodes * STEPS_PER_EPISODE)
-    episodes = pl.DataFrame({
-        "run_key": np.repeat(runs["run_key"].to_numpy(), n_tasks),
-        "task_id": np.tile([f"task-{t:04d}" for t in range(n_tasks)], runs.height),
-        "tier": np.tile(tier_of_task, runs.height),
-        "success": success.ravel()})
+        train_flops=6.0 * pl.col("width").cast(pl.Float64) ** 2 * episodes * STEPS_PER_EPISODE,
+    )
+    episodes = pl.DataFrame(
+        {
+            "run_key": np.repeat(runs["run_key"].to_numpy(), n_tasks),
+            "task_id": np.tile([f"task-{t:04d}" for t in range(n_tasks)], runs.height),
+            "tier": np.tile(tier_of_task, runs.height),
+            "success": success.ravel(),
+        }
+    )
     return SimulatedStudy(runs, episodes)

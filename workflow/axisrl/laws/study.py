@@ -63,22 +63,34 @@ def _sweep_points(runs: pl.DataFrame, tier: str, series: str, axes: Sequence[str
         sweep = axis_sweep(ok, axis, centre)
         if sweep.height:
             pooled = pool_points(sweep, [axis], tier)
-            frames.append(pooled.select(pl.lit(axis).alias("axis"), pl.col(axis).cast(pl.Float64).alias("x"),
-                                        pl.lit(series).alias("series"), "p", "loss", "loss_se",
-                                        pl.col("n_seeds").alias("n_runs")))
+            frames.append(
+                pooled.select(
+                    pl.lit(axis).alias("axis"),
+                    pl.col(axis).cast(pl.Float64).alias("x"),
+                    pl.lit(series).alias("series"),
+                    "p",
+                    "loss",
+                    "loss_se",
+                    pl.col("n_seeds").alias("n_runs"),
+                )
+            )
     return pl.concat(frames) if frames else pl.DataFrame()
 
 
 def _effective_d_task(runs: pl.DataFrame) -> pl.DataFrame:
     """(run_key, rule, d_task_effective) from the train stage's ``d_task_<rule>`` columns."""
     columns = [c for c in runs.columns if c.startswith("d_task_")]
-    return (runs.select("run_key", *columns)
-            .unpivot(index="run_key", variable_name="rule", value_name="d_task_effective")
-            .with_columns(pl.col("rule").str.strip_prefix("d_task_")).drop_nulls())
+    return (
+        runs.select("run_key", *columns)
+        .unpivot(index="run_key", variable_name="rule", value_name="d_task_effective")
+        .with_columns(pl.col("rule").str.strip_prefix("d_task_"))
+        .drop_nulls()
+    )
 
 
-def analyse(runs: pl.DataFrame, episodes: pl.DataFrame | None = None,
-            settings: LawSettings = LawSettings()) -> dict[str, pl.DataFrame]:
+def analyse(
+    runs: pl.DataFrame, episodes: pl.DataFrame | None = None, settings: LawSettings = LawSettings()
+) -> dict[str, pl.DataFrame]:
     """The named result frames of a study; an analysis whose runs the study does not have is left out.
 
     Per-axis fits, points, slopes, leave-one-out and the bootstrap read the axis sweeps at the
@@ -90,15 +102,19 @@ def analyse(runs: pl.DataFrame, episodes: pl.DataFrame | None = None,
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         series = _model_size_series(runs, main)
-        out["axis_fits"] = pl.concat([fit_axes(group, axes, tier=tier).select(pl.lit(name).alias("series"), pl.all())
-                                      for name, (group, axes) in series.items()])
-        out["points"] = pl.concat([_sweep_points(group, tier, name, axes) for name, (group, axes) in series.items()],
-                                  how="diagonal_relaxed")
+        out["axis_fits"] = pl.concat(
+            [
+                fit_axes(group, axes, tier=tier).select(pl.lit(name).alias("series"), pl.all())
+                for name, (group, axes) in series.items()
+            ]
+        )
+        out["points"] = pl.concat(
+            [_sweep_points(group, tier, name, axes) for name, (group, axes) in series.items()], how="diagonal_relaxed"
+        )
         out["local_slopes"] = local_slopes(main, tier=tier)
         out["trends"] = success_trends(main, tier=tier)
         out["loo"] = leave_one_out(main, tier=tier)
-        replicates = bootstrap_alphas(main, n_boot=settings.n_boot, seed=settings.seed, tier=tier,
-                                      episodes=episodes)
+        replicates = bootstrap_alphas(main, n_boot=settings.n_boot, seed=settings.seed, tier=tier, episodes=episodes)
         out["bootstrap"] = bootstrap_intervals(replicates)
         out["ordering"] = axis_ordering(replicates)
         joint_runs = in_families(runs, "axis_sweeps", "interaction", "calibration")
@@ -107,18 +123,31 @@ def analyse(runs: pl.DataFrame, episodes: pl.DataFrame | None = None,
             grid = in_families(runs, "interaction")
             out["interaction"] = interaction_pretest(grid, [a for a in AXES if grid[a].n_unique() > 1], tier=tier)
         tables: dict[str, tuple[tuple[str, ...], Callable[[], pl.DataFrame]]] = {
-            "table2": (("model_sizes", "algorithms", "reward_density"), lambda: fit_axes_by(
-                in_families(runs, "axis_sweeps", "model_sizes", "algorithms", "reward_density"),
-                ["width", "algo", "reward_density"], tier=tier)),
-            "table4": (("calibration",), lambda: calibration_table(
-                runs, tolerance=settings.calibration_tolerance, tier=tier)),
+            "table2": (
+                ("model_sizes", "algorithms", "reward_density"),
+                lambda: fit_axes_by(
+                    in_families(runs, "axis_sweeps", "model_sizes", "algorithms", "reward_density"),
+                    ["width", "algo", "reward_density"],
+                    tier=tier,
+                ),
+            ),
+            "table4": (
+                ("calibration",),
+                lambda: calibration_table(runs, tolerance=settings.calibration_tolerance, tier=tier),
+            ),
             "table5": (("held_axis",), lambda: held_axis_table(runs, tier=tier)),
             "table7": (("pool",), lambda: pool_construction_table(runs, tier=tier)),
-            "table8": (("worlds_variants",), lambda: worlds_variants_table(
-                runs, tier=tier, n_boot=settings.n_boot, seed=settings.seed, episodes=episodes)),
+            "table8": (
+                ("worlds_variants",),
+                lambda: worlds_variants_table(
+                    runs, tier=tier, n_boot=settings.n_boot, seed=settings.seed, episodes=episodes
+                ),
+            ),
             "table10": (("budget",), lambda: budget_convention_table(runs, tier=tier)),
-            "table11": (("axis_sweeps",), lambda: subset_fit_table(
-                main, _first_points(main, settings.subset_points), tier=tier)),
+            "table11": (
+                ("axis_sweeps",),
+                lambda: subset_fit_table(main, _first_points(main, settings.subset_points), tier=tier),
+            ),
             "table12": (("axis_sweeps",), lambda: out["local_slopes"]),
             "table14": (("axis_sweeps",), lambda: _dedup_rules(main, tier, embedding=True)),
             "table15": (("axis_sweeps",), lambda: _dedup_rules(main, tier, embedding=False)),

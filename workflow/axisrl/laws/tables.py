@@ -37,13 +37,26 @@ def in_families(runs: pl.DataFrame, *prefixes: str) -> pl.DataFrame:
     return runs.filter(pl.col("families").list.eval(matches).list.any())
 
 
-CALIBRATION_SCHEMA = {"axis": pl.String, "value": pl.Int64, "n_runs": pl.Int64, "p": pl.Float64,
-                      "loss": pl.Float64, "threshold": pl.Float64, "selected": pl.Boolean,
-                      "at_grid_edge": pl.Boolean}
+CALIBRATION_SCHEMA = {
+    "axis": pl.String,
+    "value": pl.Int64,
+    "n_runs": pl.Int64,
+    "p": pl.Float64,
+    "loss": pl.Float64,
+    "threshold": pl.Float64,
+    "selected": pl.Boolean,
+    "at_grid_edge": pl.Boolean,
+}
 
 
-def calibration_table(runs: pl.DataFrame, axes: Sequence[str] = AXES, *, tolerance: float = 0.01,
-                      tier: str = "all", centre: Mapping[str, int] | None = None) -> pl.DataFrame:
+def calibration_table(
+    runs: pl.DataFrame,
+    axes: Sequence[str] = AXES,
+    *,
+    tolerance: float = 0.01,
+    tier: str = "all",
+    centre: Mapping[str, int] | None = None,
+) -> pl.DataFrame:
     """Table 4: the held value of each axis, chosen before any exponent is fitted.
 
     Rule (pre-specified; the paper's Appendix A is not in our copy, so it is inferred from Table
@@ -65,9 +78,19 @@ def calibration_table(runs: pl.DataFrame, axes: Sequence[str] = AXES, *, toleran
         p = np.exp(-pooled.loss)
         threshold = float(p.max()) - tolerance
         chosen = int(np.flatnonzero(p >= threshold)[0])
-        rows += [{"axis": axis, "value": value, "n_runs": int(pooled.n_seeds[j]), "p": float(p[j]),
-                  "loss": float(pooled.loss[j]), "threshold": threshold, "selected": j == chosen,
-                  "at_grid_edge": chosen == len(values) - 1} for j, value in enumerate(values)]
+        rows += [
+            {
+                "axis": axis,
+                "value": value,
+                "n_runs": int(pooled.n_seeds[j]),
+                "p": float(p[j]),
+                "loss": float(pooled.loss[j]),
+                "threshold": threshold,
+                "selected": j == chosen,
+                "at_grid_edge": chosen == len(values) - 1,
+            }
+            for j, value in enumerate(values)
+        ]
     return pl.DataFrame(rows, schema=CALIBRATION_SCHEMA)
 
 
@@ -79,8 +102,12 @@ def held_axis_table(runs: pl.DataFrame, axes: Sequence[str] = AXES, *, tier: str
     frames = []
     for axis in axes:
         others = [a for a in AXES if a != axis]
-        sweeps = (selected.group_by(others).agg(pl.col(axis).n_unique().alias("n_values"))
-                  .filter(pl.col("n_values") >= MIN_POINTS["power"]).sort(others))
+        sweeps = (
+            selected.group_by(others)
+            .agg(pl.col(axis).n_unique().alias("n_values"))
+            .filter(pl.col("n_values") >= MIN_POINTS["power"])
+            .sort(others)
+        )
         for held in sweeps.select(others).iter_rows(named=True):
             fit = fit_axes(selected, [axis], tier=tier, centre=held)
             frames.append(fit.select(*(pl.lit(held.get(a), dtype=pl.Int64).alias(a) for a in AXES), pl.all()))
@@ -98,13 +125,24 @@ def budget_convention_table(runs: pl.DataFrame, axes: Sequence[str] = AXES, *, t
     return fit_axes_by(in_families(runs, "axis_sweeps", "budget"), ["budget"], axes, tier=tier)
 
 
-WORLDS_SCHEMA = {"d_env": pl.Int64, "worlds": pl.Int64, "variants": pl.Int64, "n_runs": pl.Int64,
-                 "p": pl.Float64, "p_lo": pl.Float64, "p_hi": pl.Float64, "loss": pl.Float64,
-                 "delta_loss_per_doubling": pl.Float64, "delta_loss_lo": pl.Float64, "delta_loss_hi": pl.Float64}
+WORLDS_SCHEMA = {
+    "d_env": pl.Int64,
+    "worlds": pl.Int64,
+    "variants": pl.Int64,
+    "n_runs": pl.Int64,
+    "p": pl.Float64,
+    "p_lo": pl.Float64,
+    "p_hi": pl.Float64,
+    "loss": pl.Float64,
+    "delta_loss_per_doubling": pl.Float64,
+    "delta_loss_lo": pl.Float64,
+    "delta_loss_hi": pl.Float64,
+}
 
 
-def worlds_variants_table(runs: pl.DataFrame, *, tier: str = "all", n_boot: int = 2000, seed: int = 0,
-                          episodes: pl.DataFrame | None = None) -> pl.DataFrame:
+def worlds_variants_table(
+    runs: pl.DataFrame, *, tier: str = "all", n_boot: int = 2000, seed: int = 0, episodes: pl.DataFrame | None = None
+) -> pl.DataFrame:
     """Table 8: success per (worlds W, variants V = D_E / W) at fixed D_E, and the loss reduction
     per doubling of W between successive W, ``(L(W_prev) - L(W)) / log2(W / W_prev)``, with
     two-stage bootstrap percentile CIs (seeds, then tasks; binomial without ``episodes``)."""
@@ -130,24 +168,51 @@ def worlds_variants_table(runs: pl.DataFrame, *, tier: str = "all", n_boot: int 
     rows = []
     for j in range(len(d_env)):
         k = np.flatnonzero(previous == j)
-        rows.append({"d_env": int(d_env[j]), "worlds": int(worlds[j]), "variants": int(d_env[j] // worlds[j]),
-                     "n_runs": int(n_runs[j]), "p": float(np.exp(-loss[j])), "p_lo": float(p_bounds[0, j]),
-                     "p_hi": float(p_bounds[1, j]), "loss": float(loss[j]),
-                     "delta_loss_per_doubling": float(delta[k[0]]) if len(k) else None,
-                     "delta_loss_lo": float(delta_bounds[0, k[0]]) if len(k) else None,
-                     "delta_loss_hi": float(delta_bounds[1, k[0]]) if len(k) else None})
+        rows.append(
+            {
+                "d_env": int(d_env[j]),
+                "worlds": int(worlds[j]),
+                "variants": int(d_env[j] // worlds[j]),
+                "n_runs": int(n_runs[j]),
+                "p": float(np.exp(-loss[j])),
+                "p_lo": float(p_bounds[0, j]),
+                "p_hi": float(p_bounds[1, j]),
+                "loss": float(loss[j]),
+                "delta_loss_per_doubling": float(delta[k[0]]) if len(k) else None,
+                "delta_loss_lo": float(delta_bounds[0, k[0]]) if len(k) else None,
+                "delta_loss_hi": float(delta_bounds[1, k[0]]) if len(k) else None,
+            }
+        )
     return pl.DataFrame(rows, schema=WORLDS_SCHEMA)
 
 
-SUBSET_SCHEMA = {"axis": pl.String, "model": pl.String, "x_min": pl.Float64, "x_max": pl.Float64,
-                 "range_ratio": pl.Float64, "n_points_subset": pl.Int64, "alpha_subset": pl.Float64,
-                 "alpha_subset_lo": pl.Float64, "alpha_subset_hi": pl.Float64, "n_points_all": pl.Int64,
-                 "alpha_all": pl.Float64, "alpha_all_lo": pl.Float64, "alpha_all_hi": pl.Float64,
-                 "r_squared": pl.Float64, "max_loo_point_shift": pl.Float64}
+SUBSET_SCHEMA = {
+    "axis": pl.String,
+    "model": pl.String,
+    "x_min": pl.Float64,
+    "x_max": pl.Float64,
+    "range_ratio": pl.Float64,
+    "n_points_subset": pl.Int64,
+    "alpha_subset": pl.Float64,
+    "alpha_subset_lo": pl.Float64,
+    "alpha_subset_hi": pl.Float64,
+    "n_points_all": pl.Int64,
+    "alpha_all": pl.Float64,
+    "alpha_all_lo": pl.Float64,
+    "alpha_all_hi": pl.Float64,
+    "r_squared": pl.Float64,
+    "max_loo_point_shift": pl.Float64,
+}
 
 
-def subset_fit_table(runs: pl.DataFrame, subsets: Mapping[str, Sequence[int]], *, model: str = "power",
-                     tier: str = "all", centre: Mapping[str, int] | None = None) -> pl.DataFrame:
+def subset_fit_table(
+    runs: pl.DataFrame,
+    subsets: Mapping[str, Sequence[int]],
+    *,
+    model: str = "power",
+    tier: str = "all",
+    centre: Mapping[str, int] | None = None,
+) -> pl.DataFrame:
     """Table 11: alpha fitted on a subset of each axis's grid points (``subsets[axis]``, e.g. the
     six-point grid) next to the fit on all points, with R^2 and the largest leave-one-point-out
     shift of the full fit."""
@@ -156,19 +221,36 @@ def subset_fit_table(runs: pl.DataFrame, subsets: Mapping[str, Sequence[int]], *
     rows = []
     for axis, values in subsets.items():
         full = fit_axes(selected, [axis], tier=tier, centre=held).filter(pl.col("model") == model).row(0, named=True)
-        part = fit_axes(selected.filter(pl.col(axis).is_in(list(values))), [axis], tier=tier, centre=held
-                        ).filter(pl.col("model") == model).row(0, named=True)
-        rows.append({"axis": axis, "model": model, "x_min": full["x_min"], "x_max": full["x_max"],
-                     "range_ratio": full["x_max"] / full["x_min"], "n_points_subset": part["n_points"],
-                     "alpha_subset": part["alpha"], "alpha_subset_lo": part["alpha_lo"],
-                     "alpha_subset_hi": part["alpha_hi"], "n_points_all": full["n_points"],
-                     "alpha_all": full["alpha"], "alpha_all_lo": full["alpha_lo"], "alpha_all_hi": full["alpha_hi"],
-                     "r_squared": full["r_squared"], "max_loo_point_shift": full["max_loo_point_shift"]})
+        part = (
+            fit_axes(selected.filter(pl.col(axis).is_in(list(values))), [axis], tier=tier, centre=held)
+            .filter(pl.col("model") == model)
+            .row(0, named=True)
+        )
+        rows.append(
+            {
+                "axis": axis,
+                "model": model,
+                "x_min": full["x_min"],
+                "x_max": full["x_max"],
+                "range_ratio": full["x_max"] / full["x_min"],
+                "n_points_subset": part["n_points"],
+                "alpha_subset": part["alpha"],
+                "alpha_subset_lo": part["alpha_lo"],
+                "alpha_subset_hi": part["alpha_hi"],
+                "n_points_all": full["n_points"],
+                "alpha_all": full["alpha"],
+                "alpha_all_lo": full["alpha_lo"],
+                "alpha_all_hi": full["alpha_hi"],
+                "r_squared": full["r_squared"],
+                "max_loo_point_shift": full["max_loo_point_shift"],
+            }
+        )
     return pl.DataFrame(rows, schema=SUBSET_SCHEMA)
 
 
-def task_dedup_table(runs: pl.DataFrame, effective: pl.DataFrame, *, tier: str = "all",
-                     centre: Mapping[str, int] | None = None) -> pl.DataFrame:
+def task_dedup_table(
+    runs: pl.DataFrame, effective: pl.DataFrame, *, tier: str = "all", centre: Mapping[str, int] | None = None
+) -> pl.DataFrame:
     """Tables 14-15: the task exponent with ``d_task`` replaced by the effective number of distinct
     tasks under each deduplication rule.
 
@@ -185,13 +267,22 @@ def task_dedup_table(runs: pl.DataFrame, effective: pl.DataFrame, *, tier: str =
         relabelled = sweep.join(mapping.select(key, "d_task_effective").unique(), on=key, how="left")
         if relabelled["d_task_effective"].null_count():
             raise ValueError(f"rule {rule!r}: no effective d_task for some runs of the d_task sweep")
-        if relabelled.group_by("d_task").agg(pl.col("d_task_effective").n_unique()).get_column(
-                "d_task_effective").max() > 1:
+        if (
+            relabelled.group_by("d_task")
+            .agg(pl.col("d_task_effective").n_unique())
+            .get_column("d_task_effective")
+            .max()
+            > 1
+        ):
             raise ValueError(f"rule {rule!r}: the effective d_task differs between runs of one grid point")
         reference = relabelled.filter(pl.col("d_task") == held["d_task"])["d_task_effective"]
-        fit = fit_axes(relabelled.with_columns(d_task=pl.col("d_task_effective")), ["d_task"], tier=tier,
-                       centre=held)
-        frames.append(fit.select(pl.lit(rule).alias("rule"), pl.lit(held["d_task"]).alias("d_task_reference"),
-                                 pl.lit(reference[0] if len(reference) else None).alias("d_task_effective_reference"),
-                                 pl.all()))
+        fit = fit_axes(relabelled.with_columns(d_task=pl.col("d_task_effective")), ["d_task"], tier=tier, centre=held)
+        frames.append(
+            fit.select(
+                pl.lit(rule).alias("rule"),
+                pl.lit(held["d_task"]).alias("d_task_reference"),
+                pl.lit(reference[0] if len(reference) else None).alias("d_task_effective_reference"),
+                pl.all(),
+            )
+        )
     return pl.concat(frames)

@@ -9,23 +9,36 @@ two-stage bootstrap CIs), ``study`` (``price``: every method of a collected stud
 """
 
 from axisrl.pricing.estimate import (
-                                     COLLAPSE_SCHEMA,
-                                     KAPPA_SCHEMA,
-                                     RealLaw,
-                                     fit_collapse,
-                                     fit_peak,
-                                     fit_real_law,
-                                     kappa_at,
-                                     logistic,
-                                     mixing_loss,
-                                     normalised_curve,
+    COLLAPSE_SCHEMA,
+    KAPPA_SCHEMA,
+    RealLaw,
+    fit_collapse,
+    fit_peak,
+    fit_real_law,
+    kappa_at,
+    logistic,
+    mixing_loss,
+    normalised_curve,
 )
 from axisrl.pricing.simulate import simulate_mixture
 from axisrl.pricing.study import PRICING_POINT_COLUMNS, price
 from axisrl.pricing.tables import KAPPA_SHOWN_MAX, REPRESENTATIVES, pricing_tables
 
 __all__ = [
-    "COLLAPSE_SCHEMA", "KAPPA_SCHEMA", "KAPPA_SHOWN_MAX", "PRICING_POINT_COLUMNS", "REPRESENTATIVES", "RealLaw",
-    "fit_collapse", "fit_peak", "fit_real_law", "kappa_at", "logistic", "mixing_loss", "normalised_curve", "price",
-    "pricing_tables", "simulate_mixture",
+    "COLLAPSE_SCHEMA",
+    "KAPPA_SCHEMA",
+    "KAPPA_SHOWN_MAX",
+    "PRICING_POINT_COLUMNS",
+    "REPRESENTATIVES",
+    "RealLaw",
+    "fit_collapse",
+    "fit_peak",
+    "fit_real_law",
+    "kappa_at",
+    "logistic",
+    "mixing_loss",
+    "normalised_curve",
+    "price",
+    "pricing_tables",
+    "simulate_mixture",
 ]

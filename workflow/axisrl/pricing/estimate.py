@@ -26,15 +26,32 @@ from axisrl.laws.axis import LEVEL, fit_power
 from axisrl.laws.data import clipped_loss, point_statistics
 
 OK = "ok"
-KAPPA_SCHEMA = {"kappa": pl.Float64, "kappa_lo": pl.Float64, "kappa_hi": pl.Float64, "d_eq": pl.Float64,
-                "interpolated": pl.Boolean, "status": pl.String}
+KAPPA_SCHEMA = {
+    "kappa": pl.Float64,
+    "kappa_lo": pl.Float64,
+    "kappa_hi": pl.Float64,
+    "d_eq": pl.Float64,
+    "interpolated": pl.Boolean,
+    "status": pl.String,
+}
 """``interpolated``: the real-only runs span ``[D_r, (1 + ratio) D_r]`` (at ratio 1: up to 2x the real
 amount), so ``d_eq`` for any ``0 <= kappa <= 1`` lies inside the fitted range rather than beyond it."""
 
-COLLAPSE_SCHEMA = {"criterion": pl.String, "level": pl.Float64, "r_star": pl.Float64, "r_star_lo": pl.Float64,
-                   "r_star_hi": pl.Float64, "censored": pl.String, "lower": pl.Float64, "upper": pl.Float64,
-                   "slope": pl.Float64, "r_mid": pl.Float64, "r_min": pl.Float64, "r_max": pl.Float64,
-                   "status": pl.String}
+COLLAPSE_SCHEMA = {
+    "criterion": pl.String,
+    "level": pl.Float64,
+    "r_star": pl.Float64,
+    "r_star_lo": pl.Float64,
+    "r_star_hi": pl.Float64,
+    "censored": pl.String,
+    "lower": pl.Float64,
+    "upper": pl.Float64,
+    "slope": pl.Float64,
+    "r_mid": pl.Float64,
+    "r_min": pl.Float64,
+    "r_max": pl.Float64,
+    "status": pl.String,
+}
 """``level`` is the crossed value of ``s`` (null for ``peak``); ``censored`` is ``">r_max"``/``"<r_min"``
 when the point estimate falls outside the sampled ratios (``r_star`` then null); a CI bound is null
 when more than the tail fraction of bootstrap replicates is censored on that side."""
@@ -92,8 +109,11 @@ def fit_real_law(real: pl.DataFrame, axis: str) -> RealLaw:
     runs = _ok_runs(real)
     if runs.height == 0:
         return _failed_law("real-only baseline failed")
-    return _law_from_arrays(runs[axis].to_numpy().astype(float), runs["successes"].to_numpy().astype(float),
-                            runs["trials"].to_numpy().astype(float))
+    return _law_from_arrays(
+        runs[axis].to_numpy().astype(float),
+        runs["successes"].to_numpy().astype(float),
+        runs["trials"].to_numpy().astype(float),
+    )
 
 
 def _groups(keys: np.ndarray) -> list[np.ndarray]:
@@ -102,8 +122,9 @@ def _groups(keys: np.ndarray) -> list[np.ndarray]:
     return [np.flatnonzero(index == g) for g in range(index.max() + 1)]
 
 
-def _resample(groups: Sequence[np.ndarray], successes: np.ndarray, trials: np.ndarray,
-              rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+def _resample(
+    groups: Sequence[np.ndarray], successes: np.ndarray, trials: np.ndarray, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
     """Two-stage bootstrap draw: seeds with replacement within each point, then binomial successes.
 
     One ``integers`` call for all points draws the same stream as ``rng.choice`` point by point.
@@ -115,9 +136,16 @@ def _resample(groups: Sequence[np.ndarray], successes: np.ndarray, trials: np.nd
     return rng.binomial(n.astype(np.int64), successes[rows] / n).astype(float), rows
 
 
-def _joint_bootstrap(real: pl.DataFrame, axis: str, mix_groups: Sequence[np.ndarray], mix_successes: np.ndarray,
-                     mix_trials: np.ndarray, n_boot: int, seed: int,
-                     statistic: Callable[[RealLaw, np.ndarray, np.ndarray], float]) -> np.ndarray:
+def _joint_bootstrap(
+    real: pl.DataFrame,
+    axis: str,
+    mix_groups: Sequence[np.ndarray],
+    mix_successes: np.ndarray,
+    mix_trials: np.ndarray,
+    n_boot: int,
+    seed: int,
+    statistic: Callable[[RealLaw, np.ndarray, np.ndarray], float],
+) -> np.ndarray:
     """Replicates of ``statistic(law, mixture successes, mixture rows)`` that resample the real-only
     runs and refit their law, then resample the mixture runs (NaN where the refitted law fails)."""
     base = _ok_runs(real)
@@ -137,15 +165,23 @@ def _kappa_row(**values: object) -> pl.DataFrame:
     return pl.DataFrame([{name: values.get(name) for name in KAPPA_SCHEMA}], schema=KAPPA_SCHEMA)
 
 
-def _kappa(law: RealLaw, mix_successes: np.ndarray, mix_trials: np.ndarray, real_amount: float,
-           ratio: float) -> tuple[float, float]:
+def _kappa(
+    law: RealLaw, mix_successes: np.ndarray, mix_trials: np.ndarray, real_amount: float, ratio: float
+) -> tuple[float, float]:
     loss = float(clipped_loss(mix_successes.sum(), mix_trials.sum()))
     d_eq = float(law.invert(loss))
     return (d_eq - real_amount) / (ratio * real_amount), d_eq
 
 
-def kappa_at(real: pl.DataFrame, mixed: pl.DataFrame, axis: str, real_amount: float, ratio: float = 1.0,
-             n_boot: int = 1000, seed: int = 0) -> pl.DataFrame:
+def kappa_at(
+    real: pl.DataFrame,
+    mixed: pl.DataFrame,
+    axis: str,
+    real_amount: float,
+    ratio: float = 1.0,
+    n_boot: int = 1000,
+    seed: int = 0,
+) -> pl.DataFrame:
     """Discount ``kappa`` of the mixture ``D_r = real_amount``, ``D_s = ratio * D_r`` (one row).
 
     ``mixed`` holds mixture runs (``ratio``, ``successes``, ``trials``, ``seed``; an ``axis`` column,
@@ -164,12 +200,21 @@ def kappa_at(real: pl.DataFrame, mixed: pl.DataFrame, axis: str, real_amount: fl
     mix_k, mix_n = (runs[c].to_numpy().astype(float) for c in ("successes", "trials"))
     kappa, d_eq = _kappa(law, mix_k, mix_n, real_amount, ratio)
 
-    draws = _joint_bootstrap(real, axis, [np.arange(runs.height)], mix_k, mix_n, n_boot, seed,
-                             lambda boot_law, mk, mrows: _kappa(boot_law, mk, mix_n[mrows], real_amount, ratio)[0])
+    draws = _joint_bootstrap(
+        real,
+        axis,
+        [np.arange(runs.height)],
+        mix_k,
+        mix_n,
+        n_boot,
+        seed,
+        lambda boot_law, mk, mrows: _kappa(boot_law, mk, mix_n[mrows], real_amount, ratio)[0],
+    )
     tail = 50.0 * (1.0 - LEVEL)
     lo, hi = np.nanpercentile(draws, [tail, 100.0 - tail])
-    return _kappa_row(kappa=kappa, kappa_lo=float(lo), kappa_hi=float(hi), d_eq=d_eq,
-                      interpolated=bool(interpolated), status=OK)
+    return _kappa_row(
+        kappa=kappa, kappa_lo=float(lo), kappa_hi=float(hi), d_eq=d_eq, interpolated=bool(interpolated), status=OK
+    )
 
 
 def logistic(ratio: np.ndarray, lower: float, upper: float, slope: float, r_mid: float) -> np.ndarray:
@@ -197,16 +242,16 @@ def _normalised(ratio: np.ndarray, successes: np.ndarray, trials: np.ndarray) ->
     return Normalised(grid[1:], s, s * np.sqrt(rel_var[1:] + rel_var[0]))
 
 
-def _fit_logistic(ratio: np.ndarray, s: np.ndarray, sd: np.ndarray, starts: Sequence[np.ndarray],
-                  polish: bool = False) -> np.ndarray:
+def _fit_logistic(
+    ratio: np.ndarray, s: np.ndarray, sd: np.ndarray, starts: Sequence[np.ndarray], polish: bool = False
+) -> np.ndarray:
     """Bounded WLS fit of ``(lower, drop = upper - lower, slope, log r_mid)``; best of ``starts``
     (``polish``: see ``_fit_in_box``).
 
     ``drop >= 0`` and ``slope > 0`` keep the curve non-increasing, so "crossing going down" is unique.
     """
     log_r = np.log(ratio)
-    bounds = np.array([_LOWER_BOUNDS, _DROP_BOUNDS, _SLOPE_BOUNDS,
-                       (log_r[0] - _MID_MARGIN, log_r[-1] + _MID_MARGIN)]).T
+    bounds = np.array([_LOWER_BOUNDS, _DROP_BOUNDS, _SLOPE_BOUNDS, (log_r[0] - _MID_MARGIN, log_r[-1] + _MID_MARGIN)]).T
 
     def residual(theta: np.ndarray) -> np.ndarray:
         lower, drop, slope, log_mid = theta
@@ -216,14 +261,21 @@ def _fit_logistic(ratio: np.ndarray, s: np.ndarray, sd: np.ndarray, starts: Sequ
         _, drop, slope, log_mid = theta
         u = np.exp(slope * (log_r - log_mid))
         g = 1.0 / (1.0 + u)
-        return np.column_stack([np.ones_like(g), g, -drop * u * g * g * (log_r - log_mid),
-                                drop * u * g * g * slope]) / sd[:, None]
+        return (
+            np.column_stack([np.ones_like(g), g, -drop * u * g * g * (log_r - log_mid), drop * u * g * g * slope])
+            / sd[:, None]
+        )
 
     return _fit_in_box(residual, jacobian, starts, bounds, polish)
 
 
-def _fit_in_box(residual: Callable[[np.ndarray], np.ndarray], jacobian: Callable[[np.ndarray], np.ndarray],
-                starts: Sequence[np.ndarray], bounds: np.ndarray, polish: bool) -> np.ndarray:
+def _fit_in_box(
+    residual: Callable[[np.ndarray], np.ndarray],
+    jacobian: Callable[[np.ndarray], np.ndarray],
+    starts: Sequence[np.ndarray],
+    bounds: np.ndarray,
+    polish: bool,
+) -> np.ndarray:
     """Least squares inside the box ``bounds`` (rows: lower, upper), best of ``starts``: MINPACK's
     Levenberg-Marquardt on ``u`` with ``theta = lower + (upper - lower) * expit(u)``. The bootstrap
     repeats these fits thousands of times, and this is much faster than scipy's bounded trust
@@ -238,15 +290,18 @@ def _fit_in_box(residual: Callable[[np.ndarray], np.ndarray], jacobian: Callable
         e = special.expit(u)
         return jacobian(theta_of(u)) * (span * e * (1.0 - e))
 
-    fits = [optimize.least_squares(lambda u: residual(theta_of(u)), u0, jac=jacobian_of_u, method="lm",
-                                   x_scale="jac", ftol=1e-6, xtol=1e-6)
-            for u0 in (special.logit(np.clip((np.asarray(x0, dtype=float) - lower) / span, 1e-9, 1.0 - 1e-9))
-                       for x0 in starts)]
+    fits = [
+        optimize.least_squares(
+            lambda u: residual(theta_of(u)), u0, jac=jacobian_of_u, method="lm", x_scale="jac", ftol=1e-6, xtol=1e-6
+        )
+        for u0 in (
+            special.logit(np.clip((np.asarray(x0, dtype=float) - lower) / span, 1e-9, 1.0 - 1e-9)) for x0 in starts
+        )
+    ]
     best = theta_of(min(fits, key=lambda f: f.cost).x)
     if not polish:
         return best
-    return optimize.least_squares(residual, best, jac=jacobian, bounds=bounds, x_scale="jac", ftol=1e-6,
-                                  xtol=1e-6).x
+    return optimize.least_squares(residual, best, jac=jacobian, bounds=bounds, x_scale="jac", ftol=1e-6, xtol=1e-6).x
 
 
 def _crossing(theta: np.ndarray, level: float, r_min: float, r_max: float) -> float:
@@ -295,12 +350,23 @@ def fit_collapse(curve: pl.DataFrame, threshold: float = 0.95, n_boot: int = 100
     for j, (name, level) in enumerate(criteria.items()):
         r = _crossing(theta, level, r_min, r_max)
         lo, hi = (float(np.percentile(draws[:, j], q, method="inverted_cdf")) for q in (tail, 100.0 - tail))
-        rows_out.append({
-            "criterion": name, "level": level, "r_star": r if np.isfinite(r) else None,
-            "r_star_lo": lo if np.isfinite(lo) else None, "r_star_hi": hi if np.isfinite(hi) else None,
-            "censored": None if np.isfinite(r) else ">r_max" if r > 0 else "<r_min",
-            "lower": theta[0], "upper": theta[0] + theta[1], "slope": theta[2], "r_mid": float(np.exp(theta[3])),
-            "r_min": r_min, "r_max": r_max, "status": OK})
+        rows_out.append(
+            {
+                "criterion": name,
+                "level": level,
+                "r_star": r if np.isfinite(r) else None,
+                "r_star_lo": lo if np.isfinite(lo) else None,
+                "r_star_hi": hi if np.isfinite(hi) else None,
+                "censored": None if np.isfinite(r) else ">r_max" if r > 0 else "<r_min",
+                "lower": theta[0],
+                "upper": theta[0] + theta[1],
+                "slope": theta[2],
+                "r_mid": float(np.exp(theta[3])),
+                "r_min": r_min,
+                "r_max": r_max,
+                "status": OK,
+            }
+        )
     return pl.DataFrame(rows_out, schema=COLLAPSE_SCHEMA)
 
 
@@ -308,16 +374,25 @@ _HARM_BOUNDS = np.array([(0.0, 0.01, 0.0, 0.1), (5.0, 100.0, 10.0, 3.0)])
 """Bounds of (kappa0, r_s, H, h) in the mixing law with a harm term."""
 
 
-def mixing_loss(ratio: np.ndarray, law: RealLaw, real_amount: float, kappa0: float, r_s: float, harm: float,
-                power: float) -> np.ndarray:
+def mixing_loss(
+    ratio: np.ndarray, law: RealLaw, real_amount: float, kappa0: float, r_s: float, harm: float, power: float
+) -> np.ndarray:
     """``L(r) = A D_eff(r)^-alpha + H r^h`` with ``D_eff = D_r (1 + kappa0 r_s (1 - e^(-r/r_s)))``:
     synthetic units add saturating effective data and a growing harm, so the loss can fall then rise."""
     d_eff = real_amount * (1.0 + kappa0 * r_s * (1.0 - np.exp(-ratio / r_s)))
-    return law.A * d_eff ** -law.alpha + harm * ratio ** power
+    return law.A * d_eff**-law.alpha + harm * ratio**power
 
 
-def _peak(law: RealLaw, ratio: np.ndarray, successes: np.ndarray, trials: np.ndarray, real_amount: float,
-          r_min: float, r_max: float, starts: Sequence[np.ndarray] | None = None) -> tuple[float, np.ndarray]:
+def _peak(
+    law: RealLaw,
+    ratio: np.ndarray,
+    successes: np.ndarray,
+    trials: np.ndarray,
+    real_amount: float,
+    r_min: float,
+    r_max: float,
+    starts: Sequence[np.ndarray] | None = None,
+) -> tuple[float, np.ndarray]:
     """Ratio of the lowest loss of the fitted mixing law over the sampled range (``-inf``/``+inf`` when
     it sits at the smallest/largest sampled ratio: the peak is not resolved there), and the fit.
     Without ``starts``: the point estimate, from four starts and polished (``_fit_in_box``)."""
@@ -335,10 +410,18 @@ def _peak(law: RealLaw, ratio: np.ndarray, successes: np.ndarray, trials: np.nda
         decay = np.exp(-grid / r_s)
         d_eff = real_amount * (1.0 + kappa0 * r_s * (1.0 - decay))
         slope = -law.alpha * law.A * d_eff ** (-law.alpha - 1.0) * real_amount
-        harm_term = grid ** power
-        return np.column_stack([slope * r_s * (1.0 - decay),
-                                slope * kappa0 * (1.0 - decay - grid / r_s * decay),
-                                harm_term, harm * harm_term * log_grid]) / sd[:, None]
+        harm_term = grid**power
+        return (
+            np.column_stack(
+                [
+                    slope * r_s * (1.0 - decay),
+                    slope * kappa0 * (1.0 - decay - grid / r_s * decay),
+                    harm_term,
+                    harm * harm_term * log_grid,
+                ]
+            )
+            / sd[:, None]
+        )
 
     polish = starts is None
     if polish:
@@ -349,8 +432,9 @@ def _peak(law: RealLaw, ratio: np.ndarray, successes: np.ndarray, trials: np.nda
     return (-np.inf if best == 0 else np.inf if best == len(dense) - 1 else float(dense[best])), theta
 
 
-def fit_peak(real: pl.DataFrame, curve: pl.DataFrame, axis: str, real_amount: float, n_boot: int = 1000,
-             seed: int = 0) -> pl.DataFrame:
+def fit_peak(
+    real: pl.DataFrame, curve: pl.DataFrame, axis: str, real_amount: float, n_boot: int = 1000, seed: int = 0
+) -> pl.DataFrame:
     """Table 17's peak criterion: the ratio where success peaks, from the mixing law with a harm term
     fitted to the mixture losses (the real-only law fixes ``A`` and ``alpha``); the CI refits the
     law and the mixture jointly, like ``kappa_at``. One ``COLLAPSE_SCHEMA`` row."""
@@ -360,30 +444,53 @@ def fit_peak(real: pl.DataFrame, curve: pl.DataFrame, axis: str, real_amount: fl
     if law.status != OK:
         return pl.DataFrame([{"criterion": "peak", "status": law.status}], schema=COLLAPSE_SCHEMA)
     if len(positive) < 5:
-        return pl.DataFrame([{"criterion": "peak", "status": "too few ratios for the mixing law"}],
-                            schema=COLLAPSE_SCHEMA)
+        return pl.DataFrame(
+            [{"criterion": "peak", "status": "too few ratios for the mixing law"}], schema=COLLAPSE_SCHEMA
+        )
     r_min, r_max = float(positive[0]), float(positive[-1])
     ratio, k, n = (runs[c].to_numpy().astype(float) for c in ("ratio", "successes", "trials"))
     r, theta = _peak(law, ratio, k, n, real_amount, r_min, r_max)
-    draws = _joint_bootstrap(real, axis, _groups(ratio), k, n, n_boot, seed, lambda boot_law, mk, mrows: _peak(
-        boot_law, ratio[mrows], mk, n[mrows], real_amount, r_min, r_max, [theta])[0])
+    draws = _joint_bootstrap(
+        real,
+        axis,
+        _groups(ratio),
+        k,
+        n,
+        n_boot,
+        seed,
+        lambda boot_law, mk, mrows: _peak(boot_law, ratio[mrows], mk, n[mrows], real_amount, r_min, r_max, [theta])[0],
+    )
     tail = 50.0 * (1.0 - LEVEL)
     kept = draws[~np.isnan(draws)]
-    lo, hi = ((float(np.percentile(kept, q, method="inverted_cdf")) for q in (tail, 100.0 - tail))
-              if len(kept) else (np.nan, np.nan))
-    return pl.DataFrame([{
-        "criterion": "peak", "r_star": r if np.isfinite(r) else None,
-        "r_star_lo": lo if np.isfinite(lo) else None, "r_star_hi": hi if np.isfinite(hi) else None,
-        "censored": None if np.isfinite(r) else ">r_max" if r > 0 else "<r_min",
-        "r_min": r_min, "r_max": r_max, "status": OK}], schema=COLLAPSE_SCHEMA)
+    lo, hi = (
+        (float(np.percentile(kept, q, method="inverted_cdf")) for q in (tail, 100.0 - tail))
+        if len(kept)
+        else (np.nan, np.nan)
+    )
+    return pl.DataFrame(
+        [
+            {
+                "criterion": "peak",
+                "r_star": r if np.isfinite(r) else None,
+                "r_star_lo": lo if np.isfinite(lo) else None,
+                "r_star_hi": hi if np.isfinite(hi) else None,
+                "censored": None if np.isfinite(r) else ">r_max" if r > 0 else "<r_min",
+                "r_min": r_min,
+                "r_max": r_max,
+                "status": OK,
+            }
+        ],
+        schema=COLLAPSE_SCHEMA,
+    )
 
 
 def normalised_curve(mixed: pl.DataFrame) -> pl.DataFrame:
     """Figure 4's points: seed-pooled ``s(r) = p(r) / p(0)`` per ratio with a 95% delta-method band."""
     runs = _ok_runs(mixed)
     if runs.filter(pl.col("ratio") == 0).height == 0 or runs.filter(pl.col("ratio") > 0).height == 0:
-        return pl.DataFrame(schema={"ratio": pl.Float64, "s": pl.Float64, "s_lo": pl.Float64, "s_hi": pl.Float64,
-                                    "seeds": pl.Int64})
+        return pl.DataFrame(
+            schema={"ratio": pl.Float64, "s": pl.Float64, "s_lo": pl.Float64, "s_hi": pl.Float64, "seeds": pl.Int64}
+        )
     ratio, k, n = (runs[c].to_numpy().astype(float) for c in ("ratio", "successes", "trials"))
     grid, s, sd = _normalised(ratio, k, n)
     seeds = runs.filter(pl.col("ratio") > 0).group_by("ratio").len().sort("ratio")["len"].to_numpy()

@@ -15,7 +15,23 @@ from axisrl.recipe.solve import compute_efficiency, log_budgets, recipe_path, so
 from axisrl.recipe.strategies import chinchilla_transfer, recipe, trajectories_only
 
 __all__ = [
-    "RECIPE_AXES", "SYNTHETIC_AXES", "TERMS", "Allocation", "Cost", "CostModel", "InfeasibleBudget",
-    "SyntheticOption", "allocation_at", "bootstrap_exponents", "chinchilla_transfer", "compute_efficiency",
-    "exponents", "log_budgets", "paper_convention", "recipe", "recipe_path", "solve", "trajectories_only",
+    "RECIPE_AXES",
+    "SYNTHETIC_AXES",
+    "TERMS",
+    "Allocation",
+    "Cost",
+    "CostModel",
+    "InfeasibleBudget",
+    "SyntheticOption",
+    "allocation_at",
+    "bootstrap_exponents",
+    "chinchilla_transfer",
+    "compute_efficiency",
+    "exponents",
+    "log_budgets",
+    "paper_convention",
+    "recipe",
+    "recipe_path",
+    "solve",
+    "trajectories_only",
 ]

@@ -99,9 +99,21 @@ class _Parts(NamedTuple):
     bilinear: np.ndarray
 
 
-_COEFFICIENTS = ("c_width", "c_env", "c_task", "c_traj", "c_token", "tokens_per_rollout", "model_size_exponent",
-                 "steps_per_rollout", "env_seconds_per_call", "verifier_seconds_per_rollout", "c_second",
-                 "failed_fraction", "utilization")
+_COEFFICIENTS = (
+    "c_width",
+    "c_env",
+    "c_task",
+    "c_traj",
+    "c_token",
+    "tokens_per_rollout",
+    "model_size_exponent",
+    "steps_per_rollout",
+    "env_seconds_per_call",
+    "verifier_seconds_per_rollout",
+    "c_second",
+    "failed_fraction",
+    "utilization",
+)
 
 
 @dataclass(frozen=True)
@@ -139,8 +151,12 @@ class CostModel:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value) or value < 0:
                 raise ValueError(f"cost coefficient {name} must be a finite number >= 0, got {value!r}")
-        if isinstance(self.visits, bool) or not isinstance(self.visits, numbers.Real) or not self.visits > 0 \
-                or not math.isfinite(self.visits):
+        if (
+            isinstance(self.visits, bool)
+            or not isinstance(self.visits, numbers.Real)
+            or not self.visits > 0
+            or not math.isfinite(self.visits)
+        ):
             raise ValueError(f"visits (task visits per run) must be a finite number > 0, got {self.visits!r}")
         if self.model_size_exponent <= 0:
             raise ValueError(f"model_size_exponent must be > 0, got {self.model_size_exponent}")
@@ -176,7 +192,9 @@ class CostModel:
 
     def progression(self) -> list[tuple[str, CostModel]]:
         """Table 19's rows: ``("linear", ...), ("+bilinear", ...), ...``, each adding the next term of ``TERMS``."""
-        return [(TERMS[0] if k == 0 else f"+{TERMS[k]}", replace(self, terms=TERMS[:k + 1])) for k in range(len(TERMS))]
+        return [
+            (TERMS[0] if k == 0 else f"+{TERMS[k]}", replace(self, terms=TERMS[: k + 1])) for k in range(len(TERMS))
+        ]
 
     @cached_property
     def _coefficients(self) -> _Coefficients:
@@ -187,8 +205,9 @@ class CostModel:
         keep = 1.0 - self.failed_fraction if "failure" in on else 1.0
         per_rollout = self.c_traj
         if "latency" in on:
-            per_rollout += (self.steps_per_rollout * self.env_seconds_per_call
-                            + self.verifier_seconds_per_rollout) * self.c_second
+            per_rollout += (
+                self.steps_per_rollout * self.env_seconds_per_call + self.verifier_seconds_per_rollout
+            ) * self.c_second
         bilinear = self.c_token * self.tokens_per_rollout / eta / keep if "bilinear" in on else 0.0
         return _Coefficients(self.c_width / eta, self.c_env, self.c_task, per_rollout / keep, bilinear)
 
@@ -197,8 +216,11 @@ class CostModel:
         n, d_env, d_task, d_traj = (_number(x[a]) for a in RECIPE_AXES)
         width, env, task, per_rollout, per_token = self._coefficients
         rollouts = self.visits * d_traj
-        bilinear = (per_token * n**self.model_size_exponent * rollouts if "bilinear" in self.terms
-                    else np.zeros_like(rollouts * n))
+        bilinear = (
+            per_token * n**self.model_size_exponent * rollouts
+            if "bilinear" in self.terms
+            else np.zeros_like(rollouts * n)
+        )
         return _Parts(width * n, env * d_env, task * d_task, per_rollout * rollouts + bilinear, bilinear)
 
     def cost(self, x: Mapping[str, ArrayLike]) -> np.ndarray:
@@ -219,8 +241,7 @@ class CostModel:
         """``eps_i = dC/d ln x_i``: every R term counts for d_traj (``R = visits * d_traj``); N gets
         its own term plus ``model_size_exponent`` times the bilinear term."""
         width, env, task, rollout, bilinear = self._parts(x)
-        return {"width": width + self.model_size_exponent * bilinear, "d_env": env, "d_task": task,
-                "d_traj": rollout}
+        return {"width": width + self.model_size_exponent * bilinear, "d_env": env, "d_task": task, "d_traj": rollout}
 
 
 @dataclass(frozen=True)

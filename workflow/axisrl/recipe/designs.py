@@ -24,15 +24,21 @@ STRATEGIES = ("recipe", "trajectories_only", "chinchilla_transfer")
 """The strategies pre-registered at every compute level: the recipe and the two baselines of Figure 5b."""
 
 
-def round_design(values: Mapping[str, float], centre: Design, visits_per_update: int,
-                 capacity: Sequence[int]) -> Design:
+def round_design(
+    values: Mapping[str, float], centre: Design, visits_per_update: int, capacity: Sequence[int]
+) -> Design:
     """The nearest design the study can train: integer axes, at least one task per environment and
     one per visit of an update, no more than the pool holds (``capacity``, from
     ``datasets.task_capacity``), a width that is a multiple of 8."""
     d_env = min(max(1, round(values["d_env"])), len(capacity))
     d_task = min(max(d_env, visits_per_update, round(values["d_task"])), capacity[d_env - 1])
-    return replace(centre, d_env=d_env, d_task=d_task, d_traj=max(1, round(values["d_traj"])),
-                   width=max(8, 8 * round(values["width"] / 8)))
+    return replace(
+        centre,
+        d_env=d_env,
+        d_task=d_task,
+        d_traj=max(1, round(values["d_traj"])),
+        width=max(8, 8 * round(values["width"] / 8)),
+    )
 
 
 def _values(design: Design) -> dict[str, np.ndarray]:
@@ -49,8 +55,10 @@ def charged_design(design: Design, model: CostModel, compute: float, label: str)
     one, two = (float(model.cost(_values(replace(design, d_traj=d)))) for d in (1, 2))
     d_traj = round((compute - (2 * one - two)) / (two - one))
     if d_traj < 1:
-        raise ValueError(f"{label}: d_env={design.d_env} d_task={design.d_task} width={design.width} costs "
-                         f"{one:.3g} {model.currency} with one rollout per visit, more than the budget {compute:.3g}")
+        raise ValueError(
+            f"{label}: d_env={design.d_env} d_task={design.d_task} width={design.width} costs "
+            f"{one:.3g} {model.currency} with one rollout per visit, more than the budget {compute:.3g}"
+        )
     spent = replace(design, d_traj=d_traj)
     return replace(spent, budget="charged_flops", flop_budget=compute - float(model.declared(_values(spent))))
 
@@ -63,8 +71,9 @@ class Prediction(NamedTuple):
     high: float
 
 
-def prediction_interval(fitted: FittedLaw, design: Design, n_seeds: int, level: float = 0.95,
-                        seed: int = 0) -> Prediction:
+def prediction_interval(
+    fitted: FittedLaw, design: Design, n_seeds: int, level: float = 0.95, seed: int = 0
+) -> Prediction:
     """The prediction of a design's measured success pooled over ``n_seeds`` seeds, with an interval
     from the law's bootstrap draws plus seed and held-out binomial noise on the loss scale."""
     frame = pl.DataFrame([asdict(design)])
@@ -79,8 +88,9 @@ def prediction_interval(fitted: FittedLaw, design: Design, n_seeds: int, level: 
     return Prediction(point, float(low), float(high))
 
 
-def _strategy_allocation(strategy: str, fitted: FittedLaw, model: CostModel, compute: float,
-                         fixed: Mapping[str, float] | None = None) -> Allocation:
+def _strategy_allocation(
+    strategy: str, fitted: FittedLaw, model: CostModel, compute: float, fixed: Mapping[str, float] | None = None
+) -> Allocation:
     """One strategy's unrounded allocation at ``compute``; ``fixed`` holds axes at a value (the validation
     point's width), and the baselines start from the centre design."""
     reference = {axis: float(getattr(fitted.centre, axis)) for axis in RECIPE_AXES}
@@ -92,8 +102,9 @@ def _strategy_allocation(strategy: str, fitted: FittedLaw, model: CostModel, com
     return chinchilla_transfer(fitted.law, model, compute, reference, hold=tuple(fixed_axes(fitted)))
 
 
-def strategy_designs(fitted: FittedLaw, model: CostModel, settings: RecipeSettings, n_seeds: int,
-                     capacity: Sequence[int]) -> pl.DataFrame:
+def strategy_designs(
+    fitted: FittedLaw, model: CostModel, settings: RecipeSettings, n_seeds: int, capacity: Sequence[int]
+) -> pl.DataFrame:
     """The pre-registered runs: each strategy at each compute level (multiples of the centre
     design's cost) and the validation point beyond the fitted range (a larger compute and a width
     outside the fitted widths), rounded to trainable designs, with the law's prediction and a
@@ -114,21 +125,39 @@ def strategy_designs(fitted: FittedLaw, model: CostModel, settings: RecipeSettin
             key = "recipe.validation" if role == "validation" else "recipe.strategies"
             raise ValueError(f"{key}: {strategy} at {factor:g}x the centre cost: {exc}") from None
         label = f"{'recipe.validation' if role == 'validation' else 'recipe.strategies'}: {strategy} at {factor:g}x"
-        design = charged_design(round_design(allocation.values, fitted.centre, settings.train["visits_per_update"],
-                                             capacity), model, compute, label)
+        design = charged_design(
+            round_design(allocation.values, fitted.centre, settings.train["visits_per_update"], capacity),
+            model,
+            compute,
+            label,
+        )
         problems = budget_problems(design.as_dict(), settings.train)
         if problems:
             raise ValueError(f"{label}: {design.as_dict()}: {'; '.join(problems)}")
-        rounded = allocation_at(fitted.law, model, {a: float(getattr(design, a)) for a in RECIPE_AXES}, compute,
-                                strategy=strategy)
+        rounded = allocation_at(
+            fitted.law, model, {a: float(getattr(design, a)) for a in RECIPE_AXES}, compute, strategy=strategy
+        )
         predicted, low, high = prediction_interval(fitted, design, n_seeds, seed=settings.seed)
-        rows.append({"role": role, "strategy": strategy, "compute_factor": float(factor), "compute": compute,
-                     "currency": model.currency, "point_key": design.point_key, **asdict(design),
-                     "charged_compute": design.flop_budget, "declared_price": compute - design.flop_budget,
-                     "cost": rounded.cost, "predicted_loss": rounded.predicted_loss,
-                     "predicted_success": predicted, "success_lo": low, "success_hi": high,
-                     **{f"share_{a}": rounded.shares[a] for a in RECIPE_AXES},
-                     **{f"solved_{a}": allocation.values[a] for a in RECIPE_AXES}})
+        rows.append(
+            {
+                "role": role,
+                "strategy": strategy,
+                "compute_factor": float(factor),
+                "compute": compute,
+                "currency": model.currency,
+                "point_key": design.point_key,
+                **asdict(design),
+                "charged_compute": design.flop_budget,
+                "declared_price": compute - design.flop_budget,
+                "cost": rounded.cost,
+                "predicted_loss": rounded.predicted_loss,
+                "predicted_success": predicted,
+                "success_lo": low,
+                "success_hi": high,
+                **{f"share_{a}": rounded.shares[a] for a in RECIPE_AXES},
+                **{f"solved_{a}": allocation.values[a] for a in RECIPE_AXES},
+            }
+        )
     return pl.DataFrame(rows)
 
 
@@ -143,7 +172,14 @@ def strategy_curves(fitted: FittedLaw, model: CostModel, settings: RecipeSetting
                 allocation = _strategy_allocation(strategy, fitted, model, float(compute))
             except InfeasibleBudget:
                 continue
-            rows.append({"strategy": strategy, "compute": float(compute), "currency": model.currency,
-                         "predicted_success": allocation.predicted_success, **allocation.values,
-                         **{f"share_{a}": allocation.shares[a] for a in RECIPE_AXES}})
+            rows.append(
+                {
+                    "strategy": strategy,
+                    "compute": float(compute),
+                    "currency": model.currency,
+                    "predicted_success": allocation.predicted_success,
+                    **allocation.values,
+                    **{f"share_{a}": allocation.shares[a] for a in RECIPE_AXES},
+                }
+            )
     return pl.DataFrame(rows)

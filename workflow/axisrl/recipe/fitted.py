@@ -64,16 +64,23 @@ def fit_recipe_law(runs: pl.DataFrame, episodes: pl.DataFrame | None, settings: 
     ok, _ = usable_runs(law_runs, settings.tier)
     axes = [axis for axis in RECIPE_AXES if ok[axis].n_unique() > 1]
     fit = fit_joint(law_runs, axes, tier=settings.tier)
-    draws = bootstrap_joint(law_runs, fit, axes, n_boot=settings.n_boot, seed=settings.seed, tier=settings.tier,
-                            episodes=episodes)
+    draws = bootstrap_joint(
+        law_runs, fit, axes, n_boot=settings.n_boot, seed=settings.seed, tier=settings.tier, episodes=episodes
+    )
     centre_values = infer_centre(in_families(runs, "axis_sweeps"), AXES)
     template = in_families(runs, "axis_sweeps").row(0, named=True)
     centre = Design(**{field: template[field] for field in Design.__dataclass_fields__} | centre_values)
     arrays = RunArrays.from_runs(ok, axes)
     stats = point_statistics(arrays.point_index, arrays.successes, arrays.trials, arrays.points.height)
-    return FittedLaw(fit, fitted_law(fit, axes), draws,
-                     {axis: (float(ok[axis].min()), float(ok[axis].max())) for axis in axes}, centre,
-                     stats.seed_variance, float(np.mean(arrays.trials)))
+    return FittedLaw(
+        fit,
+        fitted_law(fit, axes),
+        draws,
+        {axis: (float(ok[axis].min()), float(ok[axis].max())) for axis in axes},
+        centre,
+        stats.seed_variance,
+        float(np.mean(arrays.trials)),
+    )
 
 
 def fixed_axes(fitted: FittedLaw) -> dict[str, float]:
@@ -94,13 +101,16 @@ def budgets(fitted: FittedLaw, model: CostModel, settings: RecipeSettings) -> np
     low = max(settings.budgets["low"] * unit, 1.01 * corner_cost(model, fitted.ranges, fixed_axes(fitted), 0))
     high = min(settings.budgets["high"] * unit, 0.99 * corner_cost(model, fitted.ranges, fixed_axes(fitted), 1))
     if not low < high:
-        raise ValueError(f"recipe.budgets: {settings.budgets['low']}-{settings.budgets['high']} x the centre "
-                         f"cost {unit:.3g} {model.currency} leaves no budget inside the fitted bounds")
+        raise ValueError(
+            f"recipe.budgets: {settings.budgets['low']}-{settings.budgets['high']} x the centre "
+            f"cost {unit:.3g} {model.currency} leaves no budget inside the fitted bounds"
+        )
     return log_budgets(low, high, settings.budgets["n"])
 
 
-def corner_cost(model: CostModel, ranges: Mapping[str, tuple[float, float]], fixed: Mapping[str, float],
-                end: int) -> float:
+def corner_cost(
+    model: CostModel, ranges: Mapping[str, tuple[float, float]], fixed: Mapping[str, float], end: int
+) -> float:
     """The cost with every free axis at its lower (``end=0``) or upper (``end=1``) fitted bound."""
     values = {a: np.asarray(r[end]) for a, r in ranges.items()} | {a: np.asarray(v) for a, v in fixed.items()}
     return float(model.cost(values))
@@ -108,14 +118,24 @@ def corner_cost(model: CostModel, ranges: Mapping[str, tuple[float, float]], fix
 
 def law_frame(fitted: FittedLaw) -> pl.DataFrame:
     """The law and its bootstrap draws (draw -1 is the fit), one row each: what ``axisrl recipe`` reads."""
+
     def row(draw: int, law: Law) -> dict[str, Any]:
-        return {"draw": draw, "E": law.E, "m_star": law.m_star, "k_star": law.k_star,
-                **{f"A_{a}": law.A.get(a) for a in RECIPE_AXES}, **{f"alpha_{a}": law.alpha.get(a) for a in RECIPE_AXES},
-                **{f"lo_{a}": fitted.ranges.get(a, (None, None))[0] for a in RECIPE_AXES},
-                **{f"hi_{a}": fitted.ranges.get(a, (None, None))[1] for a in RECIPE_AXES},
-                **{f"centre_{a}": float(getattr(fitted.centre, a)) for a in RECIPE_AXES}}
-    return pl.DataFrame([row(-1, fitted.law)] + [row(k, law) for k, law in enumerate(fitted.draws)],
-                        schema_overrides={"m_star": pl.Float64, "k_star": pl.Float64})
+        return {
+            "draw": draw,
+            "E": law.E,
+            "m_star": law.m_star,
+            "k_star": law.k_star,
+            **{f"A_{a}": law.A.get(a) for a in RECIPE_AXES},
+            **{f"alpha_{a}": law.alpha.get(a) for a in RECIPE_AXES},
+            **{f"lo_{a}": fitted.ranges.get(a, (None, None))[0] for a in RECIPE_AXES},
+            **{f"hi_{a}": fitted.ranges.get(a, (None, None))[1] for a in RECIPE_AXES},
+            **{f"centre_{a}": float(getattr(fitted.centre, a)) for a in RECIPE_AXES},
+        }
+
+    return pl.DataFrame(
+        [row(-1, fitted.law)] + [row(k, law) for k, law in enumerate(fitted.draws)],
+        schema_overrides={"m_star": pl.Float64, "k_star": pl.Float64},
+    )
 
 
 class StoredLaw(NamedTuple):
@@ -134,8 +154,13 @@ def law_from_frame(frame: pl.DataFrame) -> StoredLaw:
     axes = [a for a in RECIPE_AXES if frame[f"alpha_{a}"][0] is not None]
 
     def law(row: Mapping[str, Any]) -> Law:
-        return Law(row["E"], {a: row[f"A_{a}"] for a in axes}, {a: row[f"alpha_{a}"] for a in axes},
-                   row["m_star"], row["k_star"])
+        return Law(
+            row["E"],
+            {a: row[f"A_{a}"] for a in axes},
+            {a: row[f"alpha_{a}"] for a in axes},
+            row["m_star"],
+            row["k_star"],
+        )
 
     rows = frame.sort("draw").to_dicts()
     first = rows[0]

@@ -43,8 +43,9 @@ class InfeasibleBudget(ValueError):
     def __init__(self, budget: float, limit: float, currency: str, side: str, where: str) -> None:
         self.budget, self.limit, self.currency = budget, limit, currency
         kind = "minimum" if side == "below" else "maximum"
-        super().__init__(f"budget {budget:.6g} {currency} is {side} the {kind} feasible cost "
-                         f"{limit:.6g} {currency} ({where})")
+        super().__init__(
+            f"budget {budget:.6g} {currency} is {side} the {kind} feasible cost {limit:.6g} {currency} ({where})"
+        )
 
 
 @dataclass(frozen=True)
@@ -114,8 +115,13 @@ class _Evaluation(NamedTuple):
     """``dC/dr`` per synthetic axis."""
 
 
-def _evaluate(law: Law, cost_model: Cost, values: Mapping[str, float], ratios: Mapping[str, float],
-              synthetic: Mapping[str, SyntheticOption]) -> _Evaluation:
+def _evaluate(
+    law: Law,
+    cost_model: Cost,
+    values: Mapping[str, float],
+    ratios: Mapping[str, float],
+    synthetic: Mapping[str, SyntheticOption],
+) -> _Evaluation:
     """The ``_Evaluation`` of a real design with synthetic ratios."""
     scale = {a: 1.0 + synthetic[a].kappa * ratios[a] for a in synthetic}
     inputs = {a: values[a] * scale.get(a, 1.0) for a in RECIPE_AXES}
@@ -128,8 +134,9 @@ def _evaluate(law: Law, cost_model: Cost, values: Mapping[str, float], ratios: M
     return _Evaluation(loss, loss_gradient, loss_ratio, cost, eps, cost_ratio)
 
 
-def _kkt_spread(loss_gradient: Mapping[str, float], eps: Mapping[str, float],
-                directions: Sequence[Sequence[str]]) -> float:
+def _kkt_spread(
+    loss_gradient: Mapping[str, float], eps: Mapping[str, float], directions: Sequence[Sequence[str]]
+) -> float:
     """Relative spread ``(max - min) / mean`` of ``-dL/d ln x / eps`` over directions (groups of axes);
     a direction that costs nothing (eps 0) has no ratio and is left out."""
     priced = [group for group in directions if sum(eps[a] for a in group) > 0]
@@ -140,16 +147,34 @@ def _kkt_spread(loss_gradient: Mapping[str, float], eps: Mapping[str, float],
     return float((ratios.max() - ratios.min()) / scale) if scale > 0 else float("nan")
 
 
-def _allocation(strategy: str, law: Law, cost_model: Cost, budget: float, values: Mapping[str, float],
-                ratios: Mapping[str, float], synthetic: Mapping[str, SyntheticOption],
-                directions: Sequence[Sequence[str]], binding: tuple[str, ...], status: str) -> Allocation:
+def _allocation(
+    strategy: str,
+    law: Law,
+    cost_model: Cost,
+    budget: float,
+    values: Mapping[str, float],
+    ratios: Mapping[str, float],
+    synthetic: Mapping[str, SyntheticOption],
+    directions: Sequence[Sequence[str]],
+    binding: tuple[str, ...],
+    status: str,
+) -> Allocation:
     evaluation = _evaluate(law, cost_model, values, ratios, synthetic)
     loss, cost, eps = evaluation.loss, evaluation.cost, evaluation.eps
-    return Allocation(strategy=strategy, values={a: float(values[a]) for a in RECIPE_AXES},
-                      ratios={a: float(ratios[a]) for a in synthetic}, predicted_loss=loss,
-                      predicted_success=float(np.exp(-loss)), cost=cost, budget=float(budget),
-                      currency=cost_model.currency, shares={a: eps[a] / cost for a in RECIPE_AXES}, binding=binding,
-                      kkt_spread=_kkt_spread(evaluation.loss_gradient, eps, directions), status=status)
+    return Allocation(
+        strategy=strategy,
+        values={a: float(values[a]) for a in RECIPE_AXES},
+        ratios={a: float(ratios[a]) for a in synthetic},
+        predicted_loss=loss,
+        predicted_success=float(np.exp(-loss)),
+        cost=cost,
+        budget=float(budget),
+        currency=cost_model.currency,
+        shares={a: eps[a] / cost for a in RECIPE_AXES},
+        binding=binding,
+        kkt_spread=_kkt_spread(evaluation.loss_gradient, eps, directions),
+        status=status,
+    )
 
 
 class _Run(NamedTuple):
@@ -167,8 +192,15 @@ class _Run(NamedTuple):
 class _Problem:
     """The log-space problem: free axes ``u = ln x`` then synthetic ratios ``r``, with their bounds."""
 
-    def __init__(self, law: Law, cost_model: Cost, budget: float, bounds: Bounds,
-                 fixed: Mapping[str, float] | None, synthetic: Mapping[str, SyntheticOption] | None) -> None:
+    def __init__(
+        self,
+        law: Law,
+        cost_model: Cost,
+        budget: float,
+        bounds: Bounds,
+        fixed: Mapping[str, float] | None,
+        synthetic: Mapping[str, SyntheticOption] | None,
+    ) -> None:
         self.law, self.cost_model, self.budget = law, cost_model, float(budget)
         self._arguments = (bounds, fixed, synthetic)
         self.fixed = {a: float(v) for a, v in (fixed or {}).items()}
@@ -246,7 +278,7 @@ class _Problem:
     def design(self, z: np.ndarray) -> tuple[dict[str, float], dict[str, float]]:
         logs = np.asarray(z).tolist()
         values = self.fixed | dict(zip(self.free, map(math.exp, logs)))
-        return values, dict(zip(self.synthetic, logs[len(self.free):]))
+        return values, dict(zip(self.synthetic, logs[len(self.free) :]))
 
     def point(self, design: Mapping[str, float]) -> np.ndarray:
         """The variables of a design given as a path row (axes and ``ratio_<axis>``): the inverse of ``design``."""
@@ -265,16 +297,25 @@ class _Problem:
 
     def check_budget(self) -> None:
         if self.budget < self.min_cost * (1 - 1e-12):
-            raise InfeasibleBudget(self.budget, self.min_cost, self.cost_model.currency, "below",
-                                   "free axes at their lower bounds, no synthetic data")
+            raise InfeasibleBudget(
+                self.budget,
+                self.min_cost,
+                self.cost_model.currency,
+                "below",
+                "free axes at their lower bounds, no synthetic data",
+            )
         if self.budget > self.max_cost * (1 + 1e-12):
-            raise InfeasibleBudget(self.budget, self.max_cost, self.cost_model.currency, "above",
-                                   "free axes at their upper bounds, synthetic ratios at their caps")
+            raise InfeasibleBudget(
+                self.budget,
+                self.max_cost,
+                self.cost_model.currency,
+                "above",
+                "free axes at their upper bounds, synthetic ratios at their caps",
+            )
 
     def objective(self, z: np.ndarray) -> tuple[float, np.ndarray]:
         evaluation = self._evaluated(z)
-        gradient = ([evaluation.loss_gradient[a] for a in self.free]
-                    + [evaluation.loss_ratio[a] for a in self.synthetic])
+        gradient = [evaluation.loss_gradient[a] for a in self.free] + [evaluation.loss_ratio[a] for a in self.synthetic]
         return math.log(evaluation.loss), np.array(gradient) / evaluation.loss
 
     def budget_gap(self, z: np.ndarray) -> float:
@@ -335,11 +376,23 @@ class _Problem:
             constraints.append({"type": "ineq", "fun": lambda z: float(step @ z), "jac": lambda z: step})
 
         def run(start: np.ndarray, ftol: float) -> _Run:
-            result = optimize.minimize(self.objective, start, jac=True, method="SLSQP", bounds=bounds,
-                                       constraints=constraints, options={"ftol": ftol, "maxiter": 1000})
+            result = optimize.minimize(
+                self.objective,
+                start,
+                jac=True,
+                method="SLSQP",
+                bounds=bounds,
+                constraints=constraints,
+                options={"ftol": ftol, "maxiter": 1000},
+            )
             z = np.clip(result.x, self.lower, self.upper)
-            return _Run(self.objective(z)[0] if self.feasible(z) else np.inf, z, bool(result.success), result.status,
-                        str(result.message))
+            return _Run(
+                self.objective(z)[0] if self.feasible(z) else np.inf,
+                z,
+                bool(result.success),
+                result.status,
+                str(result.message),
+            )
 
         runs: list[_Run] = []
         for start in starts:
@@ -350,8 +403,14 @@ class _Problem:
                 converged = loose.converged and tight.value <= loose.value + 1e-9
             runs.append(tight._replace(converged=bool(converged and np.isfinite(tight.value))))
             best = min(runs, key=lambda run: run.value)
-            if agree and sum(run.converged and run.value <= best.value + 1e-9
-                             and np.abs(run.z - best.z).max() <= _AGREE_TOL for run in runs) >= agree:
+            if (
+                agree
+                and sum(
+                    run.converged and run.value <= best.value + 1e-9 and np.abs(run.z - best.z).max() <= _AGREE_TOL
+                    for run in runs
+                )
+                >= agree
+            ):
                 break
         confirmed = any(run.converged and run.value <= best.value + 1e-9 for run in runs)
         return best.z, "ok" if confirmed else f"not converged: {best.message}"
@@ -395,14 +454,23 @@ class _Problem:
 
     def allocation(self, z: np.ndarray, status: str) -> Allocation:
         binding, directions = self.binding(z)
-        return _allocation("recipe", self.law, self.cost_model, self.budget, *self.design(z), self.synthetic,
-                           directions, binding, status)
+        return _allocation(
+            "recipe",
+            self.law,
+            self.cost_model,
+            self.budget,
+            *self.design(z),
+            self.synthetic,
+            directions,
+            binding,
+            status,
+        )
 
 
-def allocation_at(law: Law, cost_model: Cost, values: Mapping[str, float], budget: float, *, strategy: str,
-                  held: Sequence[str] = ()) -> Allocation:
+def allocation_at(
+    law: Law, cost_model: Cost, values: Mapping[str, float], budget: float, *, strategy: str, held: Sequence[str] = ()
+) -> Allocation:
     """The record of a given real-data design at ``budget``, for baselines under the same cost model;
     its ``kkt_spread`` over the law's axes not in ``held`` measures how far the design is from optimal."""
     directions = [[a] for a in RECIPE_AXES if a in _law_axes(law) and a not in held]
     return _allocation(strategy, law, cost_model, budget, values, {}, {}, directions, (), "ok")
-

@@ -22,8 +22,17 @@ from axisrl.laws.joint import Law
 from axisrl.recipe.cost import RECIPE_AXES, Cost, SyntheticOption
 from axisrl.recipe.problem import Allocation, Bounds, InfeasibleBudget, _Problem, allocation_at
 
-__all__ = ["Allocation", "Bounds", "InfeasibleBudget", "allocation_at", "compute_efficiency", "draw_path",
-           "log_budgets", "recipe_path", "solve"]
+__all__ = [
+    "Allocation",
+    "Bounds",
+    "InfeasibleBudget",
+    "allocation_at",
+    "compute_efficiency",
+    "draw_path",
+    "log_budgets",
+    "recipe_path",
+    "solve",
+]
 
 _LOCAL_STEP = 0.02
 """Half-width in ``ln C`` of the central difference that gives the local exponents of a path."""
@@ -46,8 +55,17 @@ def _resolve(problem: _Problem, starts: int, seed: int, near: np.ndarray) -> tup
     return _solve(problem, starts, seed, [near])
 
 
-def solve(law: Law, cost_model: Cost, budget: float, *, bounds: Bounds, fixed: Mapping[str, float] | None = None,
-          synthetic: Mapping[str, SyntheticOption] | None = None, starts: int = 10, seed: int = 0) -> Allocation:
+def solve(
+    law: Law,
+    cost_model: Cost,
+    budget: float,
+    *,
+    bounds: Bounds,
+    fixed: Mapping[str, float] | None = None,
+    synthetic: Mapping[str, SyntheticOption] | None = None,
+    starts: int = 10,
+    seed: int = 0,
+) -> Allocation:
     """The loss-minimising design at ``budget`` (in ``cost_model.currency``).
 
     ``bounds``: ``{axis: (low, high)}`` for free axes; ``width`` must be given when the law has it (the
@@ -82,14 +100,24 @@ def _local_exponents(problem: _Problem, z: np.ndarray, seed: int) -> dict[str, f
         steps.append(sign * _LOCAL_STEP)
         status = status if near_status == "ok" else near_status
     span = steps[0] - steps[1]
-    return {**{f"local_{a}": float(np.log(ends[0][a] / ends[1][a]) / span) if span else float("nan")
-               for a in RECIPE_AXES},
-            "local_status": status}
+    return {
+        **{f"local_{a}": float(np.log(ends[0][a] / ends[1][a]) / span) if span else float("nan") for a in RECIPE_AXES},
+        "local_status": status,
+    }
 
 
-def recipe_path(law: Law, cost_model: Cost, budgets: Sequence[float], *, bounds: Bounds,
-                fixed: Mapping[str, float] | None = None, synthetic: Mapping[str, SyntheticOption] | None = None,
-                starts: int = 10, seed: int = 0, local: bool = True) -> pl.DataFrame:
+def recipe_path(
+    law: Law,
+    cost_model: Cost,
+    budgets: Sequence[float],
+    *,
+    bounds: Bounds,
+    fixed: Mapping[str, float] | None = None,
+    synthetic: Mapping[str, SyntheticOption] | None = None,
+    starts: int = 10,
+    seed: int = 0,
+    local: bool = True,
+) -> pl.DataFrame:
     """One row per budget (ascending) of the optimal design.
 
     Columns: ``compute`` (the budget C), ``currency``, ``cost``, the four axes, ``ratio_<axis>`` per synthetic axis,
@@ -102,9 +130,18 @@ def recipe_path(law: Law, cost_model: Cost, budgets: Sequence[float], *, bounds:
     return _path(law, cost_model, budgets, bounds, fixed, synthetic, starts, seed, local=local, draw=False)
 
 
-def draw_path(law: Law, cost_model: Cost, budgets: Sequence[float], *, bounds: Bounds,
-              fixed: Mapping[str, float] | None = None, synthetic: Mapping[str, SyntheticOption] | None = None,
-              starts: int = 10, seed: int = 0, near: Mapping[str, float] | None = None) -> pl.DataFrame:
+def draw_path(
+    law: Law,
+    cost_model: Cost,
+    budgets: Sequence[float],
+    *,
+    bounds: Bounds,
+    fixed: Mapping[str, float] | None = None,
+    synthetic: Mapping[str, SyntheticOption] | None = None,
+    starts: int = 10,
+    seed: int = 0,
+    near: Mapping[str, float] | None = None,
+) -> pl.DataFrame:
     """``recipe_path`` without local slopes, for the many bootstrap draws of a law: past the first budget
     each solve starts from the previous optimum alone and keeps it when it passes the KKT check, falling
     back to the random starts only where it does not (a draw's optimum moves smoothly with the budget).
@@ -112,13 +149,23 @@ def draw_path(law: Law, cost_model: Cost, budgets: Sequence[float], *, bounds: B
     ``near``: a design close to the first budget's optimum, such as the first row of another draw's path
     (the axes, and ``ratio_<axis>`` per synthetic axis); the first solve then starts from it the same way.
     """
-    return _path(law, cost_model, budgets, bounds, fixed, synthetic, starts, seed, local=False, draw=True,
-                 near=near)
+    return _path(law, cost_model, budgets, bounds, fixed, synthetic, starts, seed, local=False, draw=True, near=near)
 
 
-def _path(law: Law, cost_model: Cost, budgets: Sequence[float], bounds: Bounds, fixed: Mapping[str, float] | None,
-          synthetic: Mapping[str, SyntheticOption] | None, starts: int, seed: int, *, local: bool, draw: bool,
-          near: Mapping[str, float] | None = None) -> pl.DataFrame:
+def _path(
+    law: Law,
+    cost_model: Cost,
+    budgets: Sequence[float],
+    bounds: Bounds,
+    fixed: Mapping[str, float] | None,
+    synthetic: Mapping[str, SyntheticOption] | None,
+    starts: int,
+    seed: int,
+    *,
+    local: bool,
+    draw: bool,
+    near: Mapping[str, float] | None = None,
+) -> pl.DataFrame:
     """The rows of ``recipe_path`` (``draw=False``) or of ``draw_path`` (``draw=True``)."""
     budgets = np.sort(np.asarray(budgets, dtype=np.float64))
     rows, z = [], None
@@ -131,22 +178,35 @@ def _path(law: Law, cost_model: Cost, budgets: Sequence[float], bounds: Bounds, 
         else:
             z, status = _solve(problem, starts, seed, [] if z is None else [z])
         allocation = problem.allocation(z, status)
-        row = {"compute": float(budget), "currency": allocation.currency, "cost": allocation.cost,
-               **allocation.values, **{f"ratio_{a}": r for a, r in allocation.ratios.items()},
-               "predicted_loss": allocation.predicted_loss, "predicted_success": allocation.predicted_success,
-               **{f"share_{a}": s for a, s in allocation.shares.items()}}
+        row = {
+            "compute": float(budget),
+            "currency": allocation.currency,
+            "cost": allocation.cost,
+            **allocation.values,
+            **{f"ratio_{a}": r for a, r in allocation.ratios.items()},
+            "predicted_loss": allocation.predicted_loss,
+            "predicted_success": allocation.predicted_success,
+            **{f"share_{a}": s for a, s in allocation.shares.items()},
+        }
         if local:
             row |= _local_exponents(problem, z, seed)
             status = status if row.pop("local_status") == "ok" else "local slope not converged"
-        rows.append(row | {"kkt_spread": allocation.kkt_spread, "binding": list(allocation.binding),
-                           "status": status})
+        rows.append(row | {"kkt_spread": allocation.kkt_spread, "binding": list(allocation.binding), "status": status})
     return pl.DataFrame(rows, schema_overrides={"binding": pl.List(pl.String)})
 
 
-def compute_efficiency(law: Law, cost_model: Cost, baseline_loss: float, budget: float, *, bounds: Bounds,
-                       fixed: Mapping[str, float] | None = None,
-                       synthetic: Mapping[str, SyntheticOption] | None = None, starts: int = 10,
-                       seed: int = 0) -> float:
+def compute_efficiency(
+    law: Law,
+    cost_model: Cost,
+    baseline_loss: float,
+    budget: float,
+    *,
+    bounds: Bounds,
+    fixed: Mapping[str, float] | None = None,
+    synthetic: Mapping[str, SyntheticOption] | None = None,
+    starts: int = 10,
+    seed: int = 0,
+) -> float:
     """Efficiency multiplier ``m = budget / C*(baseline_loss)`` of the recipe over a baseline.
 
     ``baseline_loss`` is the baseline's loss at ``budget``: for a measured baseline with held-out
@@ -168,16 +228,19 @@ def compute_efficiency(law: Law, cost_model: Cost, baseline_loss: float, budget:
             near = problem.at(float(np.exp(ln_cost)))
             z, status = _resolve(near, starts, seed, warm[0]) if warm else _solve(near, starts, seed)
             if status != "ok":
-                raise RuntimeError(f"the frontier solve at C = {near.budget:.6g} {cost_model.currency} failed: "
-                                   f"{status}")
+                raise RuntimeError(
+                    f"the frontier solve at C = {near.budget:.6g} {cost_model.currency} failed: {status}"
+                )
             warm[:] = [z]
             gaps[ln_cost] = near.objective(z)[0] - target
         return gaps[ln_cost]
 
     low = np.log(problem.min_cost)
     if problem.objective(problem.lowest())[0] <= target:
-        raise ValueError(f"baseline loss {baseline_loss:.6g} is reached by the cheapest feasible design "
-                         f"({np.exp(low):.6g} {cost_model.currency}): m >= {budget / np.exp(low):.6g}")
+        raise ValueError(
+            f"baseline loss {baseline_loss:.6g} is reached by the cheapest feasible design "
+            f"({np.exp(low):.6g} {cost_model.currency}): m >= {budget / np.exp(low):.6g}"
+        )
     high, top = np.log(budget), np.log(problem.max_cost)
     while gap(high) > 0:
         if high >= top:

@@ -24,8 +24,17 @@ from axisrl.recipe.problem import Allocation, Bounds, InfeasibleBudget, allocati
 from axisrl.recipe.solve import solve
 
 
-def recipe(law: Law, cost_model: Cost, budget: float, *, bounds: Bounds, fixed: Mapping[str, float] | None = None,
-           synthetic: Mapping[str, SyntheticOption] | None = None, starts: int = 10, seed: int = 0) -> Allocation:
+def recipe(
+    law: Law,
+    cost_model: Cost,
+    budget: float,
+    *,
+    bounds: Bounds,
+    fixed: Mapping[str, float] | None = None,
+    synthetic: Mapping[str, SyntheticOption] | None = None,
+    starts: int = 10,
+    seed: int = 0,
+) -> Allocation:
     """The recipe: the loss-minimising design at ``budget`` (``solve``)."""
     return solve(law, cost_model, budget, bounds=bounds, fixed=fixed, synthetic=synthetic, starts=starts, seed=seed)
 
@@ -39,9 +48,9 @@ def _reference(reference: Mapping[str, float]) -> dict[str, float]:
     return design
 
 
-def _scale_to_budget(cost_model: Cost, budget: float, design: Callable[[float], dict[str, float]],
-                     low: float) -> float:
+def _scale_to_budget(cost_model: Cost, budget: float, design: Callable[[float], dict[str, float]], low: float) -> float:
     """The ``s >= low`` with ``C(design(s)) = budget`` (``C`` increasing in ``s``; ``C(design(low)) <= budget``)."""
+
     def gap(s: float) -> float:
         return float(np.log(cost_model.cost(design(s)) / budget))
 
@@ -54,7 +63,7 @@ def _scale_to_budget(cost_model: Cost, budget: float, design: Callable[[float], 
 
 
 def trajectories_only(law: Law, cost_model: Cost, budget: float, reference: Mapping[str, float]) -> Allocation:
-    """"Scale the trajectories": N, D_E and D_T stay at the reference design and all the budget the
+    """ "Scale the trajectories": N, D_E and D_T stay at the reference design and all the budget the
     reference leaves goes into D_tau (``D_tau >= reference d_traj``, solved so that ``C = budget``).
 
     Raises ``InfeasibleBudget`` when the reference design alone costs more than the budget.
@@ -71,8 +80,9 @@ def trajectories_only(law: Law, cost_model: Cost, budget: float, reference: Mapp
     return allocation_at(law, cost_model, values, budget, strategy="trajectories_only")
 
 
-def chinchilla_transfer(law: Law, cost_model: Cost, budget: float, reference: Mapping[str, float], *,
-                        hold: Collection[str] = ()) -> Allocation:
+def chinchilla_transfer(
+    law: Law, cost_model: Cost, budget: float, reference: Mapping[str, float], *, hold: Collection[str] = ()
+) -> Allocation:
     """Chinchilla's equal split transferred with ``D = D_E + D_T + D_tau`` treated as one scalar.
 
     Rule: ``N = k N_ref`` and ``D = k D_ref`` with one factor ``k`` for both (Chinchilla's
@@ -95,7 +105,8 @@ def chinchilla_transfer(law: Law, cost_model: Cost, budget: float, reference: Ma
     floor_k = max(-np.log(base[a]) for a in scaled)
     floor = float(cost_model.cost(design(floor_k)))
     if floor > budget * (1 + 1e-12):
-        raise InfeasibleBudget(budget, floor, cost_model.currency, "below",
-                               "the reference design scaled down until one scaled axis is 1")
+        raise InfeasibleBudget(
+            budget, floor, cost_model.currency, "below", "the reference design scaled down until one scaled axis is 1"
+        )
     values = design(_scale_to_budget(cost_model, budget, design, floor_k))
     return allocation_at(law, cost_model, values, budget, strategy="chinchilla_transfer", held=tuple(hold))

@@ -55,15 +55,47 @@ from axisrl.recipe.fitted import (
 from axisrl.recipe.solve import recipe_path
 
 __all__ = [
-    "ACCOUNTING", "BUDGET_COLUMNS", "DRIVERS", "LAW_FAMILIES", "PERTURBED", "STRATEGIES", "FittedLaw", "Prediction",
-    "RecipeSettings", "StoredLaw", "accounting", "budgets", "centre_cost", "charged_design", "corner_cost",
-    "cost_frame", "cost_model", "drivers_table", "efficiency_table", "exponent_table", "fit_recipe_law",
-    "identification", "law_frame", "law_from_frame", "perturbation_table", "prediction_interval",
-    "progression_table", "round_design", "strategy_curves", "strategy_designs", "with_charged_compute",
+    "ACCOUNTING",
+    "BUDGET_COLUMNS",
+    "DRIVERS",
+    "LAW_FAMILIES",
+    "PERTURBED",
+    "STRATEGIES",
+    "FittedLaw",
+    "Prediction",
+    "RecipeSettings",
+    "StoredLaw",
+    "accounting",
+    "budgets",
+    "centre_cost",
+    "charged_design",
+    "corner_cost",
+    "cost_frame",
+    "cost_model",
+    "drivers_table",
+    "efficiency_table",
+    "exponent_table",
+    "fit_recipe_law",
+    "identification",
+    "law_frame",
+    "law_from_frame",
+    "perturbation_table",
+    "prediction_interval",
+    "progression_table",
+    "round_design",
+    "strategy_curves",
+    "strategy_designs",
+    "with_charged_compute",
 ]
 
-DRIVERS = ("horizon", "rollout_steps_per_trajectory", "env_seconds_per_call", "verifier_seconds_per_trajectory",
-           "failed_rollout_fraction", "utilization")
+DRIVERS = (
+    "horizon",
+    "rollout_steps_per_trajectory",
+    "env_seconds_per_call",
+    "verifier_seconds_per_trajectory",
+    "failed_rollout_fraction",
+    "utilization",
+)
 """Table 18's measured cost drivers, as collect writes them per run."""
 PERTURBED = ("c_env", "c_task", "c_token")
 """The coefficients Table 21 moves by +-50%: environments, tasks and rollouts."""
@@ -75,23 +107,28 @@ def drivers_table(runs: pl.DataFrame) -> pl.DataFrame:
     and training together) that price a rollout's compute."""
     ok = in_families(runs, *LAW_FAMILIES).filter(pl.col("status") == "ok")
     return ok.group_by("domain", maintain_order=True).agg(
-        n_runs=pl.len(), **{name: pl.col(name).mean() for name in DRIVERS},
-        flops_per_width2_step=((pl.col("rollout_flops") + pl.col("train_flops")).sum()
-                               / (pl.col("env_steps") * pl.col("width").cast(pl.Float64) ** 2).sum()))
+        n_runs=pl.len(),
+        **{name: pl.col(name).mean() for name in DRIVERS},
+        flops_per_width2_step=(
+            (pl.col("rollout_flops") + pl.col("train_flops")).sum()
+            / (pl.col("env_steps") * pl.col("width").cast(pl.Float64) ** 2).sum()
+        ),
+    )
 
 
 def cost_model(settings: Mapping[str, Any], drivers: Mapping[str, Any], visits: float) -> CostModel:
     """The domain's cost model: config coefficients, a null one replaced by its measured driver, and
     the task visits per run of the training budget."""
-    measured = {"tokens_per_rollout": drivers["rollout_steps_per_trajectory"],
-                "steps_per_rollout": drivers["rollout_steps_per_trajectory"],
-                "env_seconds_per_call": drivers["env_seconds_per_call"],
-                "verifier_seconds_per_rollout": drivers["verifier_seconds_per_trajectory"],
-                "failed_fraction": drivers["failed_rollout_fraction"],
-                "utilization": drivers["utilization"],
-                "c_token": drivers["flops_per_width2_step"]}
-    values = {name: measured[name] if value is None and name in measured else value
-              for name, value in settings.items()}
+    measured = {
+        "tokens_per_rollout": drivers["rollout_steps_per_trajectory"],
+        "steps_per_rollout": drivers["rollout_steps_per_trajectory"],
+        "env_seconds_per_call": drivers["env_seconds_per_call"],
+        "verifier_seconds_per_rollout": drivers["verifier_seconds_per_trajectory"],
+        "failed_fraction": drivers["failed_rollout_fraction"],
+        "utilization": drivers["utilization"],
+        "c_token": drivers["flops_per_width2_step"],
+    }
+    values = {name: measured[name] if value is None and name in measured else value for name, value in settings.items()}
     missing = [name for name, value in values.items() if value is None]
     if missing:
         raise ValueError(f"recipe.cost: {missing} are null and no run measured them")
@@ -100,8 +137,15 @@ def cost_model(settings: Mapping[str, Any], drivers: Mapping[str, Any], visits: 
 
 def _path_exponents(fitted: FittedLaw, model: CostModel, settings: RecipeSettings) -> pl.DataFrame:
     """The OLS exponents of one cost model's path (Tables 19 and 21 report slopes only)."""
-    path = recipe_path(fitted.law, model, budgets(fitted, model, settings), bounds=fitted.ranges,
-                       fixed=fixed_axes(fitted), seed=settings.seed, local=False)
+    path = recipe_path(
+        fitted.law,
+        model,
+        budgets(fitted, model, settings),
+        bounds=fitted.ranges,
+        fixed=fixed_axes(fitted),
+        seed=settings.seed,
+        local=False,
+    )
     return exponents(path)
 
 
@@ -111,11 +155,15 @@ def exponent_table(fitted: FittedLaw, model: CostModel, settings: RecipeSettings
     the many draws stay cheap) and the paper's normalisation alongside."""
     grid = budgets(fitted, model, settings)
     path = recipe_path(fitted.law, model, grid, bounds=fitted.ranges, fixed=fixed_axes(fitted), seed=settings.seed)
-    _, intervals = bootstrap_exponents(fitted.draws, model, grid[::2], bounds=fitted.ranges, fixed=fixed_axes(fitted),
-                                       starts=2, seed=settings.seed)
-    table = (exponents(path).join(intervals, on="axis", how="left")
-             .join(paper_convention(fitted.law).select("axis", "paper_exponent"), on="axis", how="left")
-             .join(identification(fitted.law, fitted.draws), on="axis", how="left"))
+    _, intervals = bootstrap_exponents(
+        fitted.draws, model, grid[::2], bounds=fitted.ranges, fixed=fixed_axes(fitted), starts=2, seed=settings.seed
+    )
+    table = (
+        exponents(path)
+        .join(intervals, on="axis", how="left")
+        .join(paper_convention(fitted.law).select("axis", "paper_exponent"), on="axis", how="left")
+        .join(identification(fitted.law, fitted.draws), on="axis", how="left")
+    )
     return path, table
 
 
@@ -125,9 +173,14 @@ def identification(law: Law, draws: Sequence[Law]) -> pl.DataFrame:
     budget constraint leaves once the axes that matter reach their bounds: its slope then describes
     the solver's start, not the data, and is reported as not identified."""
     axes = [axis for axis in RECIPE_AXES if axis in law.A]
-    return pl.DataFrame({"axis": axes, "identified": [law.A[axis] > 0 for axis in axes],
-                         "n_draws_identified": [sum(draw.A[axis] > 0 for draw in draws) for axis in axes]},
-                        schema={"axis": pl.String, "identified": pl.Boolean, "n_draws_identified": pl.Int64})
+    return pl.DataFrame(
+        {
+            "axis": axes,
+            "identified": [law.A[axis] > 0 for axis in axes],
+            "n_draws_identified": [sum(draw.A[axis] > 0 for draw in draws) for axis in axes],
+        },
+        schema={"axis": pl.String, "identified": pl.Boolean, "n_draws_identified": pl.Int64},
+    )
 
 
 def _identified_columns(fitted: FittedLaw) -> dict[str, bool | None]:
@@ -144,8 +197,15 @@ def progression_table(fitted: FittedLaw, settings: RecipeSettings, drivers: Mapp
     rows = []
     for label, model in cost_model(settings.cost, drivers, settings.visits).progression():
         exps = _path_exponents(fitted, model, settings)
-        rows.append({"cost_model": label, **{a: s for a, s in zip(exps["axis"], exps["slope"], strict=True)},
-                     **flags, "c_low": exps["c_low"][0], "c_high": exps["c_high"][0]})
+        rows.append(
+            {
+                "cost_model": label,
+                **{a: s for a, s in zip(exps["axis"], exps["slope"], strict=True)},
+                **flags,
+                "c_low": exps["c_low"][0],
+                "c_high": exps["c_high"][0],
+            }
+        )
     return pl.DataFrame(rows, schema_overrides=dict.fromkeys(flags, pl.Boolean))
 
 
@@ -156,14 +216,21 @@ def perturbation_table(fitted: FittedLaw, model: CostModel, settings: RecipeSett
     for name, factor in [("default", 1.0)] + [(c, 1 + s * settings.perturbation) for c in PERTURBED for s in (1, -1)]:
         moved = model if name == "default" else model.perturbed(name, factor)
         exps = _path_exponents(fitted, moved, settings)
-        rows.append({"perturbation": "default" if name == "default" else f"{name} x {factor:g}",
-                     **{a: s for a, s in zip(exps["axis"], exps["slope"], strict=True)},
-                     **flags, "c_low": exps["c_low"][0], "c_high": exps["c_high"][0]})
+        rows.append(
+            {
+                "perturbation": "default" if name == "default" else f"{name} x {factor:g}",
+                **{a: s for a, s in zip(exps["axis"], exps["slope"], strict=True)},
+                **flags,
+                "c_low": exps["c_low"][0],
+                "c_high": exps["c_high"][0],
+            }
+        )
     return pl.DataFrame(rows, schema_overrides=dict.fromkeys(flags, pl.Boolean))
 
 
 def cost_frame(model: CostModel, domain: str) -> pl.DataFrame:
     """The cost model as used, one row per domain (coefficients, currency and terms)."""
     values = asdict(model)
-    return pl.DataFrame([{"domain": domain, **{k: v for k, v in values.items() if k != "terms"},
-                          "terms": list(values["terms"])}])
+    return pl.DataFrame(
+        [{"domain": domain, **{k: v for k, v in values.items() if k != "terms"}, "terms": list(values["terms"])}]
+    )

@@ -35,8 +35,20 @@ from axisrl.report import style
 AXIS_ORDER = ("d_env", "d_task", "d_traj")
 POINT_COLUMNS = ("axis", "x", "series", "loss", "loss_se")
 TREND_COLUMNS = ("axis", "n_runs", "slope", "slope_lo", "slope_hi")
-FIT_COLUMNS = ("axis", "series", "model", "status", "selected", "alpha", "alpha_lo", "alpha_hi",
-               "E", "A", "x_min", "x_max")
+FIT_COLUMNS = (
+    "axis",
+    "series",
+    "model",
+    "status",
+    "selected",
+    "alpha",
+    "alpha_lo",
+    "alpha_hi",
+    "E",
+    "A",
+    "x_min",
+    "x_max",
+)
 
 
 class _PlainLog(LogFormatter):
@@ -76,8 +88,10 @@ def _fit_label(fit: dict) -> str:
 
 def _trend_label(trend: dict) -> str:
     """Panel title: held-out success gained per doubling of the axis, its CI and the runs behind it."""
-    return (f"success {trend['slope']:+.3f} per doubling [{trend['slope_lo']:+.3f}, {trend['slope_hi']:+.3f}]"
-            f"\n(axis sweeps, {trend['n_runs']} runs)")
+    return (
+        f"success {trend['slope']:+.3f} per doubling [{trend['slope_lo']:+.3f}, {trend['slope_hi']:+.3f}]"
+        f"\n(axis sweeps, {trend['n_runs']} runs)"
+    )
 
 
 def _cost_levels(cost: np.ndarray) -> np.ndarray:
@@ -101,8 +115,7 @@ def _label_spots(lines: ContourSet) -> list[tuple[float, float]]:
     return spots
 
 
-def figure2(points: pl.DataFrame, fits: pl.DataFrame, png: Path, pdf: Path,
-            trends: pl.DataFrame | None = None) -> None:
+def figure2(points: pl.DataFrame, fits: pl.DataFrame, png: Path, pdf: Path, trends: pl.DataFrame | None = None) -> None:
     """Per-axis scaling laws: one log-log panel per axis, points mean +- SE, selected fit curves.
     ``trends`` (the laws stage's frame), where given, titles each panel with its fitted trend of
     held-out success, the check that success rises at all, which the law's interval may not show."""
@@ -120,8 +133,7 @@ def figure2(points: pl.DataFrame, fits: pl.DataFrame, png: Path, pdf: Path,
     color = {s: style.COLORS[i % len(style.COLORS)] for i, s in enumerate(series_names)}
 
     with style.figure_style():
-        fig, panels = plt.subplots(1, len(axes_names), figsize=(4.2 * len(axes_names), 3.8),
-                                   sharey=True, squeeze=False)
+        fig, panels = plt.subplots(1, len(axes_names), figsize=(4.2 * len(axes_names), 3.8), sharey=True, squeeze=False)
         for ax, axis in zip(panels[0], axes_names):
             for series in series_names:
                 pts = points.filter((pl.col("axis") == axis) & (pl.col("series") == series)).sort("x")
@@ -139,8 +151,14 @@ def figure2(points: pl.DataFrame, fits: pl.DataFrame, png: Path, pdf: Path,
                     label += f": {_fit_label(fit)}"
                 elif (rows["status"] == "too_few_points").any():
                     label += ": too few points"
-                ax.errorbar(pts["x"].to_numpy(), pts["loss"].to_numpy(), yerr=pts["loss_se"].to_numpy(),
-                            fmt="o", color=color[series], label=label)
+                ax.errorbar(
+                    pts["x"].to_numpy(),
+                    pts["loss"].to_numpy(),
+                    yerr=pts["loss_se"].to_numpy(),
+                    fmt="o",
+                    color=color[series],
+                    label=label,
+                )
             ax.set_xscale("log")
             ax.set_yscale("log")
             for scale in (ax.xaxis, ax.yaxis):
@@ -180,11 +198,16 @@ def figure3(grid: pl.DataFrame, png: Path, pdf: Path, *, value: str = "p", cost:
                 ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=9, color=ink)
         levels = _cost_levels(c)
         if len(envs) > 1 and len(tasks) > 1 and levels.size:
-            lines = ax.contour(np.ma.masked_invalid(c), levels=levels, colors="black",
-                               linestyles="dashed", linewidths=1.0)
+            lines = ax.contour(
+                np.ma.masked_invalid(c), levels=levels, colors="black", linestyles="dashed", linewidths=1.0
+            )
             ax.clabel(lines, fmt=lambda v: f"{v:.3g}", fontsize=8, manual=_label_spots(lines))
-            ax.legend(handles=[Line2D([], [], color="black", linestyle="dashed", label=f"iso-{cost}")],
-                      loc="lower left", bbox_to_anchor=(0, 1), fontsize=8)
+            ax.legend(
+                handles=[Line2D([], [], color="black", linestyle="dashed", label=f"iso-{cost}")],
+                loc="lower left",
+                bbox_to_anchor=(0, 1),
+                fontsize=8,
+            )
         ax.set_xticks(range(len(envs)), [f"{v:g}" for v in envs])
         ax.set_yticks(range(len(tasks)), [f"{v:g}" for v in tasks])
         ax.set_xlabel(style.AXIS_LABELS["d_env"])
@@ -199,18 +222,22 @@ def interaction_grid(runs: pl.DataFrame, tier: str, cost_per_env: float, cost_pe
     ``cost_per_env * d_env + cost_per_task * d_task``. Failed runs are left out."""
     cells = runs.filter(pl.col("families").list.contains("interaction"))
     if not cells.height:
-        return pl.DataFrame(schema={"d_env": pl.Int64, "d_task": pl.Int64, "p": pl.Float64, "se": pl.Float64,
-                                    "cost": pl.Float64})
+        return pl.DataFrame(
+            schema={"d_env": pl.Int64, "d_task": pl.Int64, "p": pl.Float64, "se": pl.Float64, "cost": pl.Float64}
+        )
     grid = pool_points(cells, ["d_env", "d_task"], tier)
     return grid.select(
-        "d_env", "d_task", "p",
+        "d_env",
+        "d_task",
+        "p",
         se=(pl.col("p") * (1 - pl.col("p")) / pl.col("trials")).sqrt(),
         cost=cost_per_env * pl.col("d_env") + cost_per_task * pl.col("d_task"),
     ).sort("d_env", "d_task")
 
 
-def interaction_figure(runs: pl.DataFrame, tier: str, cost_per_env: float, cost_per_task: float, png: Path | str,
-                       pdf: Path | str) -> None:
+def interaction_figure(
+    runs: pl.DataFrame, tier: str, cost_per_env: float, cost_per_task: float, png: Path | str, pdf: Path | str
+) -> None:
     """Figure 3 from the collected runs (``interaction_grid``), or a panel saying the study has none."""
     grid = interaction_grid(runs, tier, cost_per_env, cost_per_task)
     if grid.height:
@@ -240,11 +267,19 @@ def figure4(curves: pl.DataFrame, collapse: pl.DataFrame, threshold: float, png:
 
     _require(curves, ("source", "axis", "real_amount", "ratio", "s", "s_lo", "s_hi"), "curves")
     axes_present = [a for a in AXIS_ORDER if a in set(curves["axis"])]
-    fits = {(r["source"], r["real_amount"]): r for r in collapse.iter_rows(named=True)
-            if r.get("criterion") == "threshold" and r.get("status") == "ok"} if "criterion" in collapse.columns else {}
+    fits = (
+        {
+            (r["source"], r["real_amount"]): r
+            for r in collapse.iter_rows(named=True)
+            if r.get("criterion") == "threshold" and r.get("status") == "ok"
+        }
+        if "criterion" in collapse.columns
+        else {}
+    )
     with style.figure_style():
-        fig, panels = plt.subplots(1, len(axes_present), figsize=(4.6 * len(axes_present), 3.8), squeeze=False,
-                                   sharey=True)
+        fig, panels = plt.subplots(
+            1, len(axes_present), figsize=(4.6 * len(axes_present), 3.8), squeeze=False, sharey=True
+        )
         for panel, axis in zip(panels[0], axes_present):
             mine = curves.filter(pl.col("axis") == axis)
             series = mine.select("source", "real_amount").unique(maintain_order=True).iter_rows()
@@ -256,8 +291,9 @@ def figure4(curves: pl.DataFrame, collapse: pl.DataFrame, threshold: float, png:
                 fit = fits.get((source, amount))
                 if fit is not None:
                     grid = np.exp(np.linspace(np.log(ratio.min()), np.log(ratio.max()), 200))
-                    panel.plot(grid, logistic(grid, fit["lower"], fit["upper"], fit["slope"], fit["r_mid"]),
-                               color=color)
+                    panel.plot(
+                        grid, logistic(grid, fit["lower"], fit["upper"], fit["slope"], fit["r_mid"]), color=color
+                    )
                     if fit["r_star"] is not None:
                         panel.axvline(fit["r_star"], color=color, linestyle="--", linewidth=1.0)
             panel.axhline(1.0, color="grey", linewidth=0.8)
@@ -272,12 +308,22 @@ def figure4(curves: pl.DataFrame, collapse: pl.DataFrame, threshold: float, png:
 
 RECIPE_AXIS_ORDER = ("width", "d_env", "d_task", "d_traj")
 STRATEGY_ORDER = ("recipe", "trajectories_only", "chinchilla_transfer")
-STRATEGY_LABELS = {"recipe": "recipe", "trajectories_only": "trajectories only",
-                   "chinchilla_transfer": "Chinchilla transfer"}
-STRATEGY_COLORS = {"recipe": style.COLORS[0], "trajectories_only": style.COLORS[1],
-                   "chinchilla_transfer": style.COLORS[2]}
-RECIPE_AXIS_COLORS = {"width": style.COLORS[7], "d_env": style.COLORS[3], "d_task": style.COLORS[4],
-                      "d_traj": style.COLORS[5]}
+STRATEGY_LABELS = {
+    "recipe": "recipe",
+    "trajectories_only": "trajectories only",
+    "chinchilla_transfer": "Chinchilla transfer",
+}
+STRATEGY_COLORS = {
+    "recipe": style.COLORS[0],
+    "trajectories_only": style.COLORS[1],
+    "chinchilla_transfer": style.COLORS[2],
+}
+RECIPE_AXIS_COLORS = {
+    "width": style.COLORS[7],
+    "d_env": style.COLORS[3],
+    "d_task": style.COLORS[4],
+    "d_traj": style.COLORS[5],
+}
 """Figures 1 and 5: one colour per strategy and one per axis, the same in both figures."""
 _SHORT_AXIS = {"width": "$N$", "d_env": "$D_E$", "d_task": "$D_T$", "d_traj": "$D_\\tau$"}
 
@@ -311,8 +357,14 @@ def _slope_label(axis: str, row: dict | None) -> str:
     return text
 
 
-def figure5(path: pl.DataFrame, exponents: pl.DataFrame, curves: pl.DataFrame, measured: pl.DataFrame,
-            png: Path | str, pdf: Path | str) -> None:
+def figure5(
+    path: pl.DataFrame,
+    exponents: pl.DataFrame,
+    curves: pl.DataFrame,
+    measured: pl.DataFrame,
+    png: Path | str,
+    pdf: Path | str,
+) -> None:
     """The recipe (paper Figure 5). (a) The optimal allocation of each axis against the budget
     (log-log) along the recipe path, with the OLS exponent and its bootstrap interval in the legend,
     and the rounded recipe designs that were trained as points. (b) Held-out success against the
@@ -339,11 +391,18 @@ def figure5(path: pl.DataFrame, exponents: pl.DataFrame, curves: pl.DataFrame, m
         trained = strategy_rows.filter(pl.col("strategy") == "recipe").sort("compute")
         for axis in RECIPE_AXIS_ORDER:
             color = RECIPE_AXIS_COLORS[axis]
-            left.plot(compute, path[axis].to_numpy().astype(np.float64), color=color,
-                      label=_slope_label(axis, fits.get(axis)))
+            left.plot(
+                compute, path[axis].to_numpy().astype(np.float64), color=color, label=_slope_label(axis, fits.get(axis))
+            )
             if trained.height:
-                left.plot(trained["compute"].to_numpy(), trained[axis].to_numpy().astype(np.float64), "o",
-                          color=color, markerfacecolor="white", markeredgewidth=1.4)
+                left.plot(
+                    trained["compute"].to_numpy(),
+                    trained[axis].to_numpy().astype(np.float64),
+                    "o",
+                    color=color,
+                    markerfacecolor="white",
+                    markeredgewidth=1.4,
+                )
         left.set_xscale("log")
         left.set_yscale("log")
         left.set_xlabel(f"compute budget $C$ ({currency})")
@@ -351,8 +410,9 @@ def figure5(path: pl.DataFrame, exponents: pl.DataFrame, curves: pl.DataFrame, m
         left.set_title("(a) optimal allocation; legend: exponent $d\\ln x^*/d\\ln C$", fontsize=10)
         handles, labels = left.get_legend_handles_labels()
         if trained.height:
-            handles.append(Line2D([], [], linestyle="none", marker="o", color="grey", markerfacecolor="white",
-                                  markeredgewidth=1.4))
+            handles.append(
+                Line2D([], [], linestyle="none", marker="o", color="grey", markerfacecolor="white", markeredgewidth=1.4)
+            )
             labels.append("trained recipe designs (rounded)")
         left.legend(handles, labels, loc="best")
 
@@ -360,20 +420,31 @@ def figure5(path: pl.DataFrame, exponents: pl.DataFrame, curves: pl.DataFrame, m
         n = len(order)
         for k, strategy in enumerate(order):
             color = _strategy_color(strategy, order)
-            line = (curves.filter(pl.col("strategy") == strategy).with_columns(pl.col("predicted_success").fill_nan(None))
-                    .drop_nulls("predicted_success").sort("compute"))
+            line = (
+                curves.filter(pl.col("strategy") == strategy)
+                .with_columns(pl.col("predicted_success").fill_nan(None))
+                .drop_nulls("predicted_success")
+                .sort("compute")
+            )
             if line.height:
                 right.plot(line["compute"].to_numpy(), line["predicted_success"].to_numpy(), color=color)
             if not measured_p:
                 continue
-            points = (strategy_rows.filter(pl.col("strategy") == strategy)
-                      .with_columns(pl.col("p").fill_nan(None)).drop_nulls("p").sort("compute"))
+            points = (
+                strategy_rows.filter(pl.col("strategy") == strategy)
+                .with_columns(pl.col("p").fill_nan(None))
+                .drop_nulls("p")
+                .sort("compute")
+            )
             if points.is_empty():
                 continue
             jitter = float(np.exp(0.035 * (k - (n - 1) / 2)))
             p = points["p"].to_numpy().astype(np.float64)
-            error = (1.96 * points["p_se"].fill_null(np.nan).to_numpy().astype(np.float64)
-                     if "p_se" in points.columns else None)
+            error = (
+                1.96 * points["p_se"].fill_null(np.nan).to_numpy().astype(np.float64)
+                if "p_se" in points.columns
+                else None
+            )
             right.errorbar(_spent(points) * jitter, p, yerr=error, fmt="o", color=color)
         validation = measured.filter(pl.col("role") == "validation")
         for row in validation.iter_rows(named=True):
@@ -381,8 +452,14 @@ def figure5(path: pl.DataFrame, exponents: pl.DataFrame, curves: pl.DataFrame, m
                 right.vlines(row["compute"], row["success_lo"], row["success_hi"], color="black", linewidth=2.2)
                 right.plot([row["compute"]], [row["predicted_success"]], marker="_", markersize=14, color="black")
             if measured_p and row.get("p") is not None and not math.isnan(row["p"]):
-                right.plot([row.get("total_cost") or row["compute"]], [row["p"]], marker="*", markersize=14,
-                           color="black", linestyle="none")
+                right.plot(
+                    [row.get("total_cost") or row["compute"]],
+                    [row["p"]],
+                    marker="*",
+                    markersize=14,
+                    color="black",
+                    linestyle="none",
+                )
         right.set_xscale("log")
         right.set_xlabel(f"compute $C$ ({currency}), measured points at what the runs spent")
         right.set_ylabel(style.SUCCESS_LABEL)
@@ -391,9 +468,19 @@ def figure5(path: pl.DataFrame, exponents: pl.DataFrame, curves: pl.DataFrame, m
         if measured_p:
             handles.append(Line2D([], [], linestyle="none", marker="o", color="grey", label="measured, 95% CI"))
         if validation.height:
-            handles.append(Line2D([], [], color="black", marker="*", markersize=10, linewidth=2.2,
-                                  label="validation: measured, prediction interval" if measured_p
-                                  else "validation: prediction interval"))
+            handles.append(
+                Line2D(
+                    [],
+                    [],
+                    color="black",
+                    marker="*",
+                    markersize=10,
+                    linewidth=2.2,
+                    label="validation: measured, prediction interval"
+                    if measured_p
+                    else "validation: prediction interval",
+                )
+            )
         right.legend(handles=handles, loc="best")
     style.save(fig, png, pdf)
 
@@ -441,11 +528,17 @@ def figure1(measured: pl.DataFrame, png: Path | str, pdf: Path | str) -> None:
             predicted = _num(row.get("predicted_success"))
             if not math.isnan(predicted):
                 lo, hi = _num(row.get("success_lo"), predicted), _num(row.get("success_hi"), predicted)
-                bars.errorbar(k + 0.2, predicted, yerr=[[predicted - lo], [hi - predicted]], fmt="D",
-                              color="black", markerfacecolor="white", markersize=6)
+                bars.errorbar(
+                    k + 0.2,
+                    predicted,
+                    yerr=[[predicted - lo], [hi - predicted]],
+                    fmt="D",
+                    color="black",
+                    markerfacecolor="white",
+                    markersize=6,
+                )
                 ceiling = max(ceiling, hi)
-            design = "  ".join(f"{_SHORT_AXIS[a]}={row[a]:g}" for a in RECIPE_AXIS_ORDER
-                               if row.get(a) is not None)
+            design = "  ".join(f"{_SHORT_AXIS[a]}={row[a]:g}" for a in RECIPE_AXIS_ORDER if row.get(a) is not None)
             ticks.append(f"{STRATEGY_LABELS.get(strategy, strategy)}\n{design}")
         bars.set_xticks(range(n), ticks, fontsize=8)
         bars.set_xlim(-0.6, n - 0.4)
@@ -456,10 +549,21 @@ def figure1(measured: pl.DataFrame, png: Path | str, pdf: Path | str) -> None:
         if factor is not None:
             title += f" ({factor:g}x the centre design's cost)"
         bars.set_title(title)
-        bars.legend(handles=[
-            plt.Rectangle((0, 0), 1, 1, color="grey", alpha=0.85, label="measured (95% CI)"),
-            Line2D([], [], linestyle="none", marker="D", color="black", markerfacecolor="white",
-                   label="predicted (95% prediction interval)")], loc="upper right")
+        bars.legend(
+            handles=[
+                plt.Rectangle((0, 0), 1, 1, color="grey", alpha=0.85, label="measured (95% CI)"),
+                Line2D(
+                    [],
+                    [],
+                    linestyle="none",
+                    marker="D",
+                    color="black",
+                    markerfacecolor="white",
+                    label="predicted (95% prediction interval)",
+                ),
+            ],
+            loc="upper right",
+        )
 
         for k, strategy in enumerate(order):
             pie = fig.add_subplot(grid[1, k])
@@ -471,17 +575,31 @@ def figure1(measured: pl.DataFrame, png: Path | str, pdf: Path | str) -> None:
                 pie.text(0.5, 0.5, "no cost shares", ha="center", va="center")
                 continue
             total = sum(s for _, s in shares)
-            pie.pie([s for _, s in shares], colors=[RECIPE_AXIS_COLORS[a] for a, _ in shares],
-                                    labels=[f"{_SHORT_AXIS[a]} {s:.2f}" if s / total >= 0.04 else "" for a, s in shares],
-                                    labeldistance=1.12, startangle=90, counterclock=False,
-                                    wedgeprops={"linewidth": 0.8, "edgecolor": "white"}, textprops={"fontsize": 8})
+            pie.pie(
+                [s for _, s in shares],
+                colors=[RECIPE_AXIS_COLORS[a] for a, _ in shares],
+                labels=[f"{_SHORT_AXIS[a]} {s:.2f}" if s / total >= 0.04 else "" for a, s in shares],
+                labeldistance=1.12,
+                startangle=90,
+                counterclock=False,
+                wedgeprops={"linewidth": 0.8, "edgecolor": "white"},
+                textprops={"fontsize": 8},
+            )
             pie.set_title(STRATEGY_LABELS.get(strategy, strategy), fontsize=10, color=_strategy_color(strategy, order))
             pie.set_aspect("equal")
         sums = [sum(_num(row.get(f"share_{a}"), 0.0) for a in RECIPE_AXIS_ORDER) for row in rows.iter_rows(named=True)]
         legend_title = "cost share $\\epsilon_i/C = \\partial \\ln C / \\partial \\ln x_i$ by axis"
         if any(abs(total - 1) > 0.01 for total in sums):
             legend_title += " (shares overlap where one cost term grows with several axes; pies normalise them)"
-        fig.legend(handles=[plt.Rectangle((0, 0), 1, 1, color=RECIPE_AXIS_COLORS[a],
-                                          label=style.AXIS_LABELS.get(a, a)) for a in RECIPE_AXIS_ORDER],
-                   loc="outside lower center", ncols=4, title=legend_title, fontsize=8, title_fontsize=9)
+        fig.legend(
+            handles=[
+                plt.Rectangle((0, 0), 1, 1, color=RECIPE_AXIS_COLORS[a], label=style.AXIS_LABELS.get(a, a))
+                for a in RECIPE_AXIS_ORDER
+            ],
+            loc="outside lower center",
+            ncols=4,
+            title=legend_title,
+            fontsize=8,
+            title_fontsize=9,
+        )
     style.save(fig, png, pdf)

@@ -15,8 +15,17 @@ import importlib
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from axisrl.stages.registry import (STAGES, PointJobs, Stage, Study, episodes_stage, key_table, point_jobs, study,
-                                    value_at)
+from axisrl.stages.registry import (
+    STAGES,
+    PointJobs,
+    Stage,
+    Study,
+    episodes_stage,
+    key_table,
+    point_jobs,
+    study,
+    value_at,
+)
 from axisrl.targets import FIGURES, TABLES
 
 
@@ -35,5 +44,15 @@ def job_function(rule: str, settings: Mapping[str, Any]) -> Callable[..., None]:
     return getattr(importlib.import_module(module), function)
 
 
-__all__ = ["STAGES", "PointJobs", "Stage", "Study", "episodes_stage", "job_function", "key_table", "point_jobs",
-           "study", "value_at"]
+__all__ = [
+    "STAGES",
+    "PointJobs",
+    "Stage",
+    "Study",
+    "episodes_stage",
+    "job_function",
+    "key_table",
+    "point_jobs",
+    "study",
+    "value_at",
+]

@@ -20,8 +20,9 @@ def plan(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, str]
 
     study = settings["study"]
     rows = plan_rows(plan_designs(study), study, settings["domain"])
-    frame = pl.DataFrame(rows, schema_overrides={"worlds": pl.Int64, "families": pl.List(pl.String),
-                                                 "sweeps": pl.List(pl.String)})
+    frame = pl.DataFrame(
+        rows, schema_overrides={"worlds": pl.Int64, "families": pl.List(pl.String), "sweeps": pl.List(pl.String)}
+    )
     write_artifact(frame, outputs["runs"], spec)
     log.info("plan: %d runs over %d grid points", frame.height, frame["point_key"].n_unique())
 
@@ -41,23 +42,28 @@ def success_by_tier(episodes: pl.DataFrame) -> pl.DataFrame:
         loss=-(pl.col("p").clip(1 / (2 * pl.col("n")), 1 - 1 / (2 * pl.col("n")))).log(),
     )
     wide = stats.pivot(on="tier", index="run_key", values=["n", "p", "se", "loss"], separator="_")
-    return wide.select("run_key", *(f"{stat}_{tier}" for tier in TIERS for stat in ("n", "p", "se", "loss")
-                                    if f"{stat}_{tier}" in wide.columns))
+    return wide.select(
+        "run_key",
+        *(f"{stat}_{tier}" for tier in TIERS for stat in ("n", "p", "se", "loss") if f"{stat}_{tier}" in wide.columns),
+    )
 
 
-def collect(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, str],
-            outputs: Mapping[str, str]) -> None:
+def collect(
+    spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, str], outputs: Mapping[str, str]
+) -> None:
     """One row per run (design, held-out success per tier, train success, compute, cost drivers,
     status), and every held-out episode's success (the task-level bootstrap reads it)."""
     planned = read_artifact(inputs["plan"], "plan")
     trained = pl.concat([read_artifact(p, "train") for p in inputs["train_runs"]], how="diagonal_relaxed")
-    episodes = pl.concat([read_artifact(p, settings["episodes_stage"]) for p in inputs["episodes"]],
-                         how="diagonal_relaxed")
+    episodes = pl.concat(
+        [read_artifact(p, settings["episodes_stage"]) for p in inputs["episodes"]], how="diagonal_relaxed"
+    )
     steps = episodes.group_by("run_key").agg(steps_per_trajectory=pl.col("steps").mean())
-    frame = (planned.join(trained.drop("seed"), on="run_key", how="left")
-             .join(success_by_tier(episodes), on="run_key", how="left")
-             .join(steps, on="run_key", how="left"))
+    frame = (
+        planned.join(trained.drop("seed"), on="run_key", how="left")
+        .join(success_by_tier(episodes), on="run_key", how="left")
+        .join(steps, on="run_key", how="left")
+    )
     write_artifact(frame, outputs["runs"], spec)
     write_artifact(episodes.select("run_key", "seed", "task_id", "tier", "success"), outputs["episodes"], spec)
     log.info("collect: %d runs, %d failed", frame.height, int((frame["status"] != "ok").sum()))
-

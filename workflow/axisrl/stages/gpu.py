@@ -17,29 +17,41 @@ from axisrl.stages.train import heldout
 log = logging.getLogger("axisrl")
 
 
-def train_verl(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, str],
-               outputs: Mapping[str, str]) -> None:
+def train_verl(
+    spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, str], outputs: Mapping[str, str]
+) -> None:
     """Train one seed of one grid point with verl on this job's GPUs (a run takes a node for days,
     so each seed is a job) and merge its final checkpoint into ``model`` (a Hugging Face
     directory) for the vLLM evaluate job. A run that fails is recorded with its error."""
     import subprocess
     from pathlib import Path
 
-    from axisrl.backends.verl import VerlJob, merge_command, train as train_llm
+    from axisrl.backends.verl import VerlJob, merge_command
+    from axisrl.backends.verl import train as train_llm
     from axisrl.datasets import select_training_data
 
     design, llm, resources = settings["design"], settings["llm"], settings["resources"]
-    train_data = select_training_data(read_artifact(inputs["envs"], "dedup"), read_artifact(inputs["tasks"], "dedup"),
-                                      design)
+    train_data = select_training_data(
+        read_artifact(inputs["envs"], "dedup"), read_artifact(inputs["tasks"], "dedup"), design
+    )
     backend = settings["settings"]
     model = Path(outputs["model"])
     (seed,), (run,) = settings["seeds"], settings["run_keys"]
     log.info("train %s seed %d with verl: %d envs, %d tasks", run, seed, *(frame.height for frame in train_data))
-    job = VerlJob(model_path=llm["model"], run_dir=model.parent / "verl", experiment_name=run,
-                  seed=seed, n_gpus=resources["gpus"], num_cpus=resources["cpus"],
-                  max_prompt_length=llm["max_prompt_length"], max_response_length=llm["max_response_length"],
-                  max_turns=llm["max_turns"], max_parallel_calls=llm["max_parallel_calls"],
-                  max_tool_response_chars=llm["max_tool_response_chars"], enable_thinking=llm["enable_thinking"])
+    job = VerlJob(
+        model_path=llm["model"],
+        run_dir=model.parent / "verl",
+        experiment_name=run,
+        seed=seed,
+        n_gpus=resources["gpus"],
+        num_cpus=resources["cpus"],
+        max_prompt_length=llm["max_prompt_length"],
+        max_response_length=llm["max_response_length"],
+        max_turns=llm["max_turns"],
+        max_parallel_calls=llm["max_parallel_calls"],
+        max_tool_response_chars=llm["max_tool_response_chars"],
+        enable_thinking=llm["enable_thinking"],
+    )
     result = train_llm(backend, job, train_data, heldout(inputs), settings["domain"])
     if result.status == "ok":
         subprocess.run(merge_command(result.checkpoint, model), check=True)
@@ -47,26 +59,39 @@ def train_verl(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str
         model.mkdir(parents=True, exist_ok=True)
         log.warning("train %s seed %d recorded as failed: %s", run, seed, result.error)
     done = result.metrics
-    tail = [row["success_mean"] for row in done[-max(1, len(done) // 5):] if row["success_mean"] is not None]
+    tail = [row["success_mean"] for row in done[-max(1, len(done) // 5) :] if row["success_mean"] is not None]
     budget = settings["budget"]
-    run_row = {"run_key": run, "seed": seed, "status": result.status, "error": result.error, "updates": len(done),
-               "visits": len(done) * budget["visits_per_update"], "budget_visits": budget["budget_visits"],
-               "budget_rollouts": budget["budget_rollouts"], "episodes": sum(row["episodes"] or 0 for row in done),
-               "env_steps": sum(row["env_steps"] or 0 for row in done),
-               "train_success": float(np.mean(tail)) if tail else None}
-    write_artifact(pl.DataFrame([{"run_key": run, "seed": seed, **row} for row in done], infer_schema_length=None),
-                   outputs["metrics"], spec)
+    run_row = {
+        "run_key": run,
+        "seed": seed,
+        "status": result.status,
+        "error": result.error,
+        "updates": len(done),
+        "visits": len(done) * budget["visits_per_update"],
+        "budget_visits": budget["budget_visits"],
+        "budget_rollouts": budget["budget_rollouts"],
+        "episodes": sum(row["episodes"] or 0 for row in done),
+        "env_steps": sum(row["env_steps"] or 0 for row in done),
+        "train_success": float(np.mean(tail)) if tail else None,
+    }
+    write_artifact(
+        pl.DataFrame([{"run_key": run, "seed": seed, **row} for row in done], infer_schema_length=None),
+        outputs["metrics"],
+        spec,
+    )
     write_artifact(pl.DataFrame([run_row], infer_schema_length=None), outputs["runs"], spec)
 
 
-def evaluate(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, str],
-                  outputs: Mapping[str, str]) -> None:
+def evaluate(
+    spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, str], outputs: Mapping[str, str]
+) -> None:
     """Every seed's merged model played greedily with vLLM on the held-out pool, with the turn,
     call and truncation limits it was trained under; a seed without a model (its training
     failed) has no episodes, so collect reports no success for it."""
     from pathlib import Path
 
-    from axisrl.backends.vllm_eval import VllmEngine, evaluate as evaluate_llm
+    from axisrl.backends.vllm_eval import VllmEngine
+    from axisrl.backends.vllm_eval import evaluate as evaluate_llm
 
     envs, tasks = (frame.to_dicts() for frame in heldout(inputs))
     llm, options = settings["llm"], settings["evaluate"]["vllm"]
@@ -75,14 +100,27 @@ def evaluate(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, 
         if not any(Path(model).iterdir()):
             log.warning("evaluate %s: no model (training failed), no episodes", run)
             continue
-        engine = VllmEngine(model, options["max_tokens"], {"enable_thinking": llm["enable_thinking"]},
-                            max_model_len=options["max_model_len"], seed=settings["evaluate"]["seed"],
-                            tensor_parallel_size=options["tensor_parallel_size"],
-                            gpu_memory_utilization=options["gpu_memory_utilization"])
-        rows = evaluate_llm(engine, envs, tasks, settings["domain"], llm["max_turns"], llm["max_parallel_calls"],
-                            llm["max_tool_response_chars"])
+        engine = VllmEngine(
+            model,
+            options["max_tokens"],
+            {"enable_thinking": llm["enable_thinking"]},
+            max_model_len=options["max_model_len"],
+            seed=settings["evaluate"]["seed"],
+            tensor_parallel_size=options["tensor_parallel_size"],
+            gpu_memory_utilization=options["gpu_memory_utilization"],
+        )
+        rows = evaluate_llm(
+            engine,
+            envs,
+            tasks,
+            settings["domain"],
+            llm["max_turns"],
+            llm["max_parallel_calls"],
+            llm["max_tool_response_chars"],
+        )
         del engine  # frees the GPU for the next seed's model
         episodes += [{"run_key": run, "seed": seed, **row} for row in rows]
-        log.info("evaluate %s: %d held-out episodes, success %.3f", run, len(rows), np.mean([r["success"] for r in rows]))
+        log.info(
+            "evaluate %s: %d held-out episodes, success %.3f", run, len(rows), np.mean([r["success"] for r in rows])
+        )
     write_artifact(pl.DataFrame(episodes, infer_schema_length=None), outputs["episodes"], spec)
-

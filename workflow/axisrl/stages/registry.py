@@ -90,15 +90,19 @@ class Stage:
 
     def target(self, settings: Mapping[str, Any]) -> str:
         """``module:function`` of the job's code (for the train backend in ``settings`` where it matters)."""
-        module, function = (self.run[ANY_BACKEND] if ANY_BACKEND in self.run else self.run[settings["backend"]]).split(":")
+        module, function = (self.run[ANY_BACKEND] if ANY_BACKEND in self.run else self.run[settings["backend"]]).split(
+            ":"
+        )
         return f"axisrl.stages.{module}:{function}"
 
 
 def _synthesize(read: Mapping[str, Any]) -> dict[str, Any]:
     """A domain's own options only: changing mathcode's generators never regenerates toolworld."""
     domain = read["domain"]
-    return {"domain": domain,
-            "synthesize": {k: v for k, v in read["synthesize"].items() if k != "mathcode" or domain == "mathcode"}}
+    return {
+        "domain": domain,
+        "synthesize": {k: v for k, v in read["synthesize"].items() if k != "mathcode" or domain == "mathcode"},
+    }
 
 
 def _sources(read: Mapping[str, Any]) -> dict[str, Any]:
@@ -118,12 +122,19 @@ def _train(read: Mapping[str, Any], design: Design, seeds: Sequence[int]) -> dic
     train, fields = read["train"], design.as_dict()
     budget = training_budget(fields, train)
     settings: dict[str, Any] = {
-        "backend": train["backend"], "domain": read["domain"], "design": fields,
+        "backend": train["backend"],
+        "domain": read["domain"],
+        "design": fields,
         "settings": backend_settings(train, fields),
-        "budget": {"budget_visits": budget.visits, "budget_rollouts": budget.rollouts,
-                   "visits_per_update": budget.visits_per_update, "max_rollout_steps": budget.max_rollout_steps,
-                   "max_flops": budget.max_flops},
-        "seeds": list(seeds), "run_keys": [run_key(design.point_key, seed) for seed in seeds],
+        "budget": {
+            "budget_visits": budget.visits,
+            "budget_rollouts": budget.rollouts,
+            "visits_per_update": budget.visits_per_update,
+            "max_rollout_steps": budget.max_rollout_steps,
+            "max_flops": budget.max_flops,
+        },
+        "seeds": list(seeds),
+        "run_keys": [run_key(design.point_key, seed) for seed in seeds],
     }
     if design.source != "real":
         settings["sources"] = read["sources"]
@@ -137,45 +148,104 @@ def _train(read: Mapping[str, Any], design: Design, seeds: Sequence[int]) -> dic
 
 
 def _evaluate(read: Mapping[str, Any], design: Design, seeds: Sequence[int]) -> dict[str, Any]:
-    return {"domain": read["domain"], "evaluate": read["evaluate"], "llm": read["train"]["llm"], "seeds": list(seeds),
-            "run_keys": [run_key(design.point_key, seed) for seed in seeds]}
+    return {
+        "domain": read["domain"],
+        "evaluate": read["evaluate"],
+        "llm": read["train"]["llm"],
+        "seeds": list(seeds),
+        "run_keys": [run_key(design.point_key, seed) for seed in seeds],
+    }
 
 
 def _collect(read: Mapping[str, Any]) -> dict[str, Any]:
     return {"episodes_stage": episodes_stage(read["train"]["backend"])}
 
 
-STAGES: dict[str, Stage] = {stage.name: stage for stage in (
-    Stage("synthesize", ("domain", "synthesize"), (), {ANY_BACKEND: "pools:synthesize"}, _synthesize,
-          "`synthesize.mathcode` only when `domain` is mathcode"),
-    Stage("embed", ("dedup.embedding",), ("synthesize",), {ANY_BACKEND: "dedup:embed"},
-          lambda read: read["dedup"]["embedding"]),
-    Stage("dedup", ("domain", "dedup"), ("synthesize", "embed"), {ANY_BACKEND: "dedup:dedup"}),
-    Stage("sources", ("sources", "study.families.mixtures.methods", "study.families.mixtures.common_core"),
-          ("synthesize",), {ANY_BACKEND: "pools:sources"}, _sources),
-    Stage("dedup_sources", ("dedup",), ("sources", "dedup"), {ANY_BACKEND: "dedup:dedup_sources"}),
-    Stage("plan", ("domain", "study"), (), {ANY_BACKEND: "collect:plan"}),
-    Stage("train", ("domain", "train", "evaluate", "sources", "resources"), ("dedup", "dedup_sources"),
-          {"tiny": "train:train", "verl": "gpu:train_verl"}, _train,
-          "one key per grid point and seed batch (the tiny backend trains and evaluates its seeds in one job, "
-          "verl one job per seed); `train` options the design does not read are left out, and so are `evaluate` "
-          "options but `backend` and `seed` with the tiny backend; `sources` and `dedup_sources` for a mixture "
-          "design only; `resources` is speed only"),
-    Stage("evaluate", ("domain", "evaluate", "train.llm"), ("train",), {ANY_BACKEND: "gpu:evaluate"}, _evaluate,
-          "GPU backends only: one key and one job per grid point"),
-    Stage("collect", ("train.backend",), ("plan", "train"), {ANY_BACKEND: "collect:collect"}, _collect,
-          "its `train` key is a digest of every point's train (or evaluate) key"),
-    Stage("laws", ("laws",), ("collect",), {ANY_BACKEND: "analysis:laws"}),
-    Stage("pricing", ("pricing", "study", "sources.methods.*.unit_cost"), ("collect",),
-          {ANY_BACKEND: "analysis:pricing"}),
-    Stage("recipe", ("recipe", "domain", "study.seeds", *(f"train.{key}" for key in TRAIN_KEYS["charged_flops"])),
-          ("collect", "dedup"), {ANY_BACKEND: "analysis:recipe"},
-          note="a checkpoint: the strategy runs it plans are train jobs like any grid point's"),
-    Stage("validate", ("recipe", "study.seeds", "train.backend"), ("recipe",), {ANY_BACKEND: "analysis:validate"},
-          note="reads the recipe's strategy runs too"),
-    Stage("catalog", (), ("synthesize", "embed", "dedup", "sources", "dedup_sources", "collect", "laws", "pricing"),
-          {ANY_BACKEND: "report:catalog"}, note="lists every artifact under `results/`, all keys"),
-)}
+STAGES: dict[str, Stage] = {
+    stage.name: stage
+    for stage in (
+        Stage(
+            "synthesize",
+            ("domain", "synthesize"),
+            (),
+            {ANY_BACKEND: "pools:synthesize"},
+            _synthesize,
+            "`synthesize.mathcode` only when `domain` is mathcode",
+        ),
+        Stage(
+            "embed",
+            ("dedup.embedding",),
+            ("synthesize",),
+            {ANY_BACKEND: "dedup:embed"},
+            lambda read: read["dedup"]["embedding"],
+        ),
+        Stage("dedup", ("domain", "dedup"), ("synthesize", "embed"), {ANY_BACKEND: "dedup:dedup"}),
+        Stage(
+            "sources",
+            ("sources", "study.families.mixtures.methods", "study.families.mixtures.common_core"),
+            ("synthesize",),
+            {ANY_BACKEND: "pools:sources"},
+            _sources,
+        ),
+        Stage("dedup_sources", ("dedup",), ("sources", "dedup"), {ANY_BACKEND: "dedup:dedup_sources"}),
+        Stage("plan", ("domain", "study"), (), {ANY_BACKEND: "collect:plan"}),
+        Stage(
+            "train",
+            ("domain", "train", "evaluate", "sources", "resources"),
+            ("dedup", "dedup_sources"),
+            {"tiny": "train:train", "verl": "gpu:train_verl"},
+            _train,
+            "one key per grid point and seed batch (the tiny backend trains and evaluates its seeds in one job, "
+            "verl one job per seed); `train` options the design does not read are left out, and so are `evaluate` "
+            "options but `backend` and `seed` with the tiny backend; `sources` and `dedup_sources` for a mixture "
+            "design only; `resources` is speed only",
+        ),
+        Stage(
+            "evaluate",
+            ("domain", "evaluate", "train.llm"),
+            ("train",),
+            {ANY_BACKEND: "gpu:evaluate"},
+            _evaluate,
+            "GPU backends only: one key and one job per grid point",
+        ),
+        Stage(
+            "collect",
+            ("train.backend",),
+            ("plan", "train"),
+            {ANY_BACKEND: "collect:collect"},
+            _collect,
+            "its `train` key is a digest of every point's train (or evaluate) key",
+        ),
+        Stage("laws", ("laws",), ("collect",), {ANY_BACKEND: "analysis:laws"}),
+        Stage(
+            "pricing",
+            ("pricing", "study", "sources.methods.*.unit_cost"),
+            ("collect",),
+            {ANY_BACKEND: "analysis:pricing"},
+        ),
+        Stage(
+            "recipe",
+            ("recipe", "domain", "study.seeds", *(f"train.{key}" for key in TRAIN_KEYS["charged_flops"])),
+            ("collect", "dedup"),
+            {ANY_BACKEND: "analysis:recipe"},
+            note="a checkpoint: the strategy runs it plans are train jobs like any grid point's",
+        ),
+        Stage(
+            "validate",
+            ("recipe", "study.seeds", "train.backend"),
+            ("recipe",),
+            {ANY_BACKEND: "analysis:validate"},
+            note="reads the recipe's strategy runs too",
+        ),
+        Stage(
+            "catalog",
+            (),
+            ("synthesize", "embed", "dedup", "sources", "dedup_sources", "collect", "laws", "pricing"),
+            {ANY_BACKEND: "report:catalog"},
+            note="lists every artifact under `results/`, all keys",
+        ),
+    )
+}
 """Every keyed stage, upstream first. The report targets (tables, figures) are in ``axisrl.targets``."""
 
 
@@ -198,16 +268,20 @@ class Study(NamedTuple):
     points: dict[str, PointJobs]
 
 
-def point_jobs(design: Design, seeds: Sequence[int], hashed: Mapping[str, Any], specs: Mapping[str, StageSpec]
-               ) -> PointJobs:
+def point_jobs(
+    design: Design, seeds: Sequence[int], hashed: Mapping[str, Any], specs: Mapping[str, StageSpec]
+) -> PointJobs:
     """The train (and, for the GPU backends, evaluate) specs of one design: a plan's grid point or a
     run the recipe planned, so a recipe design that a family already holds is the same job."""
     upstream = {"dedup": specs["dedup"].key}
     if design.source != "real":  # only mixture designs read the synthetic sources
         upstream["dedup_sources"] = specs["dedup_sources"].key
     train = STAGES["train"].spec(hashed, upstream, design=design, seeds=seeds)
-    evaluate = None if hashed["train"]["backend"] == "tiny" else STAGES["evaluate"].spec(
-        hashed, {"train": train.key}, design=design, seeds=seeds)
+    evaluate = (
+        None
+        if hashed["train"]["backend"] == "tiny"
+        else STAGES["evaluate"].spec(hashed, {"train": train.key}, design=design, seeds=seeds)
+    )
     return PointJobs(design, tuple(seeds), tuple(run_key(design.point_key, s) for s in seeds), train, evaluate)
 
 
@@ -247,5 +321,15 @@ def key_table() -> str:
     return "\n".join(rows)
 
 
-__all__ = ["STAGES", "PointJobs", "Stage", "Study", "episodes_stage", "key_table", "point_jobs", "project", "study",
-           "value_at"]
+__all__ = [
+    "STAGES",
+    "PointJobs",
+    "Stage",
+    "Study",
+    "episodes_stage",
+    "key_table",
+    "point_jobs",
+    "project",
+    "study",
+    "value_at",
+]

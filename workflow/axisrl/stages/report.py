@@ -22,8 +22,9 @@ def resolve(name: str) -> Callable[..., Any]:
     return getattr(importlib.import_module(module), function)
 
 
-def catalog(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, str],
-            outputs: Mapping[str, str]) -> None:
+def catalog(
+    spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, str], outputs: Mapping[str, str]
+) -> None:
     """List every artifact under the results folder the catalog sits in (all keys, not only the current config's)."""
     frame = list_artifacts(Path(outputs["catalog"]).parent)
     write_artifact(frame, outputs["catalog"], spec)
@@ -34,8 +35,9 @@ def _frames(target: Target, inputs: Mapping[str, str]) -> dict[str, Any]:
     return {name: read_artifact(inputs[name], stage) for name, (stage, _) in target.frames.items() if name in inputs}
 
 
-def table(spec: StageSpec | None, settings: Mapping[str, Any], inputs: Mapping[str, str],
-          outputs: Mapping[str, str]) -> None:
+def table(
+    spec: StageSpec | None, settings: Mapping[str, Any], inputs: Mapping[str, str], outputs: Mapping[str, str]
+) -> None:
     """One table of the paper as Markdown and CSV."""
     from axisrl.report.tables import write_table
 
@@ -45,8 +47,9 @@ def table(spec: StageSpec | None, settings: Mapping[str, Any], inputs: Mapping[s
     log.info("%s: %d rows", settings["name"], frame.height)
 
 
-def figure(spec: StageSpec | None, settings: Mapping[str, Any], inputs: Mapping[str, str],
-           outputs: Mapping[str, str]) -> None:
+def figure(
+    spec: StageSpec | None, settings: Mapping[str, Any], inputs: Mapping[str, str], outputs: Mapping[str, str]
+) -> None:
     """One figure of the paper as PNG and PDF."""
     target = FIGURES[settings["name"]]
     resolve(target.make)(**_frames(target, inputs), **settings["options"], png=outputs["png"], pdf=outputs["pdf"])

@@ -22,15 +22,22 @@ log = logging.getLogger("axisrl")
 def train(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, str], outputs: Mapping[str, str]) -> None:
     """Train every seed of one grid point and evaluate each on the held-out pool."""
     limit_threads(1)
-    from axisrl.backends.tiny import (HeldoutStarts, TrainSettings, checkpoint, evaluate, policy_of, save_checkpoints,
-                                      train as train_policy)
+    from axisrl.backends.tiny import HeldoutStarts, TrainSettings, checkpoint, evaluate, policy_of, save_checkpoints
+    from axisrl.backends.tiny import train as train_policy
     from axisrl.datasets import select_training_data
 
     design = settings["design"]
-    pool = None if design["source"] == "real" else (read_artifact(inputs["synthetic_envs"], "dedup_sources"),
-                                                    read_artifact(inputs["synthetic_tasks"], "dedup_sources"))
-    envs, tasks = select_training_data(read_artifact(inputs["envs"], "dedup"), read_artifact(inputs["tasks"], "dedup"),
-                                       design, pool)
+    pool = (
+        None
+        if design["source"] == "real"
+        else (
+            read_artifact(inputs["synthetic_envs"], "dedup_sources"),
+            read_artifact(inputs["synthetic_tasks"], "dedup_sources"),
+        )
+    )
+    envs, tasks = select_training_data(
+        read_artifact(inputs["envs"], "dedup"), read_artifact(inputs["tasks"], "dedup"), design, pool
+    )
     heldout_envs, heldout_tasks = (frame.to_dicts() for frame in heldout(inputs))
     synthetic = synthetic_trajectories(design, tasks, inputs, settings.get("sources"))
     backend = TrainSettings.from_dict(settings["settings"])
@@ -43,22 +50,39 @@ def train(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, str
     starts = HeldoutStarts(heldout_envs, heldout_tasks, evaluate_seed, backend.leak_primitive_role)
     for seed, run in zip(settings["seeds"], settings["run_keys"]):
         log.info("train %s seed %d: %d envs, %d tasks", run, seed, envs.height, tasks.height)
-        result = train_policy(envs.to_dicts(), tasks.to_dicts(), backend, seed, synthetic=synthetic,
-                              progress=lambda row: log.info("update %(update)d reward %(reward_mean).3f", row))
-        tail = result.metrics[-max(1, len(result.metrics) // 5):]
+        result = train_policy(
+            envs.to_dicts(),
+            tasks.to_dicts(),
+            backend,
+            seed,
+            synthetic=synthetic,
+            progress=lambda row: log.info("update %(update)d reward %(reward_mean).3f", row),
+        )
+        tail = result.metrics[-max(1, len(result.metrics) // 5) :]
         metrics += [{"run_key": run, "seed": seed, **row} for row in result.metrics]
         if result.error is not None:
             log.warning("train %s seed %d recorded as failed: %s", run, seed, result.error)
-        runs.append({"run_key": run, "seed": seed, "status": result.status, "error": result.error,
-                     "param_hash": result.param_hash,
-                     "train_success": float(np.mean([row["success_mean"] for row in tail])) if tail else None,
-                     **result.compute,
-                     "executed_compute": result.compute["rollout_flops"] + result.compute["train_flops"],
-                     **planned, **cost_drivers(result.compute, result.timings, horizon), **effective})
+        runs.append(
+            {
+                "run_key": run,
+                "seed": seed,
+                "status": result.status,
+                "error": result.error,
+                "param_hash": result.param_hash,
+                "train_success": float(np.mean([row["success_mean"] for row in tail])) if tail else None,
+                **result.compute,
+                "executed_compute": result.compute["rollout_flops"] + result.compute["train_flops"],
+                **planned,
+                **cost_drivers(result.compute, result.timings, horizon),
+                **effective,
+            }
+        )
         checkpoints[seed] = checkpoint(result)
         rows = evaluate(policy_of(checkpoints[seed]), heldout_envs, heldout_tasks, evaluate_seed, starts=starts)
         episodes += [{"run_key": run, "seed": seed, **row} for row in rows]
-        log.info("evaluate %s: %d held-out episodes, success %.3f", run, len(rows), np.mean([r["success"] for r in rows]))
+        log.info(
+            "evaluate %s: %d held-out episodes, success %.3f", run, len(rows), np.mean([r["success"] for r in rows])
+        )
     save_checkpoints(checkpoints, outputs["policies"])
     write_artifact(pl.DataFrame(metrics, infer_schema_length=None), outputs["metrics"], spec)
     write_artifact(pl.DataFrame(runs, infer_schema_length=None), outputs["runs"], spec)
@@ -67,12 +91,15 @@ def train(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, str
 
 def heldout(inputs: Mapping[str, str]) -> tuple[pl.DataFrame, pl.DataFrame]:
     """The held-out pool every run is evaluated on: its environments and the tasks dedup kept."""
-    return (read_artifact(inputs["heldout_envs"], "dedup"),
-            read_artifact(inputs["heldout_tasks"], "dedup").filter(pl.col("keep")))
+    return (
+        read_artifact(inputs["heldout_envs"], "dedup"),
+        read_artifact(inputs["heldout_tasks"], "dedup").filter(pl.col("keep")),
+    )
 
 
-def synthetic_trajectories(design: Mapping[str, Any], tasks: pl.DataFrame, inputs: Mapping[str, str],
-                           sources: Mapping[str, Any] | None) -> Any:
+def synthetic_trajectories(
+    design: Mapping[str, Any], tasks: pl.DataFrame, inputs: Mapping[str, str], sources: Mapping[str, Any] | None
+) -> Any:
     """The trajectory-axis synthetic data of a mixture design for the tiny backend, or None:
     replayed trajectories of its source for its tasks (SWiRL-like), or rollouts stepped by the
     source's simulated environment (DreamGym-like)."""
@@ -86,11 +113,14 @@ def synthetic_trajectories(design: Mapping[str, Any], tasks: pl.DataFrame, input
     method = method_of(design["source"]).name
     if method == "dreamgym":
         fidelity = sources["methods"][method]  # toolworld ignores the unit cost
-        return SyntheticTrajectories(per_group, simulator=lambda spec, task, seed: toolworld.SimulatedEnv(
-            spec, task, fidelity, seed))
-    rows = (read_artifact(inputs["synthetic_trajectories"], "sources")
-            .filter((pl.col("source") == design["source"]) & pl.col("task_id").is_in(tasks["task_id"].to_list()))
-            .sort("task_id", "trajectory_index"))
+        return SyntheticTrajectories(
+            per_group, simulator=lambda spec, task, seed: toolworld.SimulatedEnv(spec, task, fidelity, seed)
+        )
+    rows = (
+        read_artifact(inputs["synthetic_trajectories"], "sources")
+        .filter((pl.col("source") == design["source"]) & pl.col("task_id").is_in(tasks["task_id"].to_list()))
+        .sort("task_id", "trajectory_index")
+    )
     replay = {task_id: group.to_dicts() for (task_id,), group in rows.group_by("task_id", maintain_order=True)}
     return SyntheticTrajectories(per_group, replay=replay)
 
@@ -101,27 +131,31 @@ def effective_d_task(tasks: pl.DataFrame) -> dict[str, int]:
     signature) pairs among them; ``d_task_emb_<theta>``, those the pool-level embedding rule at
     ``theta`` keeps (a task it drops has an earlier near-duplicate in the pool, which the run may
     or may not hold: an approximation from above of the duplicates within the run)."""
-    counts = {"d_task_raw": tasks.height,
-              "d_task_skill": tasks.select("env_s1", "skill_sig").n_unique(),
-              "d_task_verifier": tasks.select("env_s1", "verifier_sig").n_unique()}
+    counts = {
+        "d_task_raw": tasks.height,
+        "d_task_skill": tasks.select("env_s1", "skill_sig").n_unique(),
+        "d_task_verifier": tasks.select("env_s1", "verifier_sig").n_unique(),
+    }
     for column in tasks.columns:
         if column.startswith("keep_emb_"):
             counts[column.replace("keep_emb_", "d_task_emb_")] = int(tasks[column].sum())
     return counts
 
 
-def cost_drivers(compute: Mapping[str, float], timings: Mapping[str, float], horizon: float
-                 ) -> dict[str, float | None]:
+def cost_drivers(compute: Mapping[str, float], timings: Mapping[str, float], horizon: float) -> dict[str, float | None]:
     """The measured cost drivers of Table 18 for one training run: step limit (``horizon``), env
     steps per trajectory, wall seconds per env call and per verification, the failed-rollout
     fraction (rollouts stopped by the step limit or cap without finishing: toolworld's timeouts)
     and utilisation (the share of rollout wall time spent in the policy's forward passes)."""
+
     def ratio(num: float, den: float) -> float | None:
         return num / den if den else None
 
-    return {"horizon": horizon,
-            "rollout_steps_per_trajectory": ratio(compute["env_steps"], compute["episodes"]),
-            "env_seconds_per_call": ratio(timings["env_seconds"], timings["env_calls"]),
-            "verifier_seconds_per_trajectory": ratio(timings["verifier_seconds"], timings["verifier_calls"]),
-            "failed_rollout_fraction": ratio(compute["truncated_episodes"], compute["episodes"]),
-            "utilization": ratio(timings["policy_seconds"], timings["rollout_wall_seconds"])}
+    return {
+        "horizon": horizon,
+        "rollout_steps_per_trajectory": ratio(compute["env_steps"], compute["episodes"]),
+        "env_seconds_per_call": ratio(timings["env_seconds"], timings["env_calls"]),
+        "verifier_seconds_per_trajectory": ratio(timings["verifier_seconds"], timings["verifier_calls"]),
+        "failed_rollout_fraction": ratio(compute["truncated_episodes"], compute["episodes"]),
+        "utilization": ratio(timings["policy_seconds"], timings["rollout_wall_seconds"]),
+    }

@@ -16,5 +16,18 @@ from axisrl.backends.tiny.policy import ToolPointer
 from axisrl.backends.tiny.synthetic import SyntheticTrajectories
 from axisrl.backends.tiny.train import TrainResult, TrainSettings, make_policy, train
 
-__all__ = ["HeldoutStarts", "SyntheticTrajectories", "ToolPointer", "TrainResult", "TrainSettings", "baseline_episodes",
-           "checkpoint", "evaluate", "load_policy", "make_policy", "policy_of", "save_checkpoints", "train"]
+__all__ = [
+    "HeldoutStarts",
+    "SyntheticTrajectories",
+    "ToolPointer",
+    "TrainResult",
+    "TrainSettings",
+    "baseline_episodes",
+    "checkpoint",
+    "evaluate",
+    "load_policy",
+    "make_policy",
+    "policy_of",
+    "save_checkpoints",
+    "train",
+]

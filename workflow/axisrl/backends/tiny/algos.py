@@ -12,8 +12,9 @@ import torch
 LOSS_AGG_MODES = ("token-mean", "seq-mean-token-sum", "seq-mean-token-mean", "seq-mean-token-sum-norm")
 
 
-def compute_grpo_outcome_advantage(scores: torch.Tensor, index: torch.Tensor, mask: torch.Tensor,
-                                   norm_adv_by_std_in_grpo: bool, epsilon: float = 1e-6) -> torch.Tensor:
+def compute_grpo_outcome_advantage(
+    scores: torch.Tensor, index: torch.Tensor, mask: torch.Tensor, norm_adv_by_std_in_grpo: bool, epsilon: float = 1e-6
+) -> torch.Tensor:
     """GRPO: each episode's outcome score minus its group mean (Dr. GRPO), divided by the group's
     unbiased std + ``epsilon`` if ``norm_adv_by_std_in_grpo`` (original GRPO), broadcast to every
     valid step. ``scores``: [B]; ``index``: [B] group id. A singleton group has mean 0 and std 1,
@@ -32,8 +33,9 @@ def compute_grpo_outcome_advantage(scores: torch.Tensor, index: torch.Tensor, ma
     return advantage[:, None] * mask
 
 
-def compute_gae_advantage_return(rewards: torch.Tensor, values: torch.Tensor, mask: torch.Tensor,
-                                 gamma: float, lam: float) -> tuple[torch.Tensor, torch.Tensor]:
+def compute_gae_advantage_return(
+    rewards: torch.Tensor, values: torch.Tensor, mask: torch.Tensor, gamma: float, lam: float
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Generalised advantage estimation over each episode's valid steps (the step after the last
     valid one is terminal, value 0). Returns (advantages, returns = advantages + values)."""
     values = values * mask
@@ -78,9 +80,15 @@ def chunk_share(loss_agg_mode: str, mask: torch.Tensor, rows: torch.Tensor) -> f
     raise ValueError(f"unknown loss_agg_mode {loss_agg_mode!r}; expected one of {LOSS_AGG_MODES}")
 
 
-def compute_policy_loss(old_log_prob: torch.Tensor, log_prob: torch.Tensor, advantages: torch.Tensor,
-                        mask: torch.Tensor, clip_ratio_low: float, clip_ratio_high: float,
-                        loss_agg_mode: str) -> tuple[torch.Tensor, torch.Tensor]:
+def compute_policy_loss(
+    old_log_prob: torch.Tensor,
+    log_prob: torch.Tensor,
+    advantages: torch.Tensor,
+    mask: torch.Tensor,
+    clip_ratio_low: float,
+    clip_ratio_high: float,
+    loss_agg_mode: str,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """The clipped surrogate with an asymmetric range ``[1 - low, 1 + high]`` (DAPO clip-higher).
     Returns (aggregated loss, fraction of valid steps where the clip was active)."""
     ratio = torch.exp(torch.clamp(log_prob - old_log_prob, -20.0, 20.0))

@@ -17,8 +17,12 @@ from axisrl.backends.tiny.train import TrainResult, TrainSettings, make_policy
 
 def checkpoint(result: TrainResult) -> dict[str, Any]:
     """What a checkpoint keeps of one run."""
-    return {"state_dict": result.state, "settings": dataclasses.asdict(result.settings),
-            "param_hash": result.param_hash, "status": result.status}
+    return {
+        "state_dict": result.state,
+        "settings": dataclasses.asdict(result.settings),
+        "param_hash": result.param_hash,
+        "status": result.status,
+    }
 
 
 def save_checkpoints(checkpoints: Mapping[int, Mapping[str, Any]], path: str | Path) -> None:

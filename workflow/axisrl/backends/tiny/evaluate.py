@@ -36,21 +36,34 @@ class HeldoutStarts:
     evaluated on them: a job's seeds play identical starts (a fork of a start plays exactly like a
     fresh one), so the environments, views and features are built once per job, not per seed."""
 
-    def __init__(self, envs: Sequence[Mapping[str, Any]], tasks: Sequence[Mapping[str, Any]], seed: int,
-                 leak_primitive_role: bool) -> None:
+    def __init__(
+        self,
+        envs: Sequence[Mapping[str, Any]],
+        tasks: Sequence[Mapping[str, Any]],
+        seed: int,
+        leak_primitive_role: bool,
+    ) -> None:
         self.made_for = (seed, leak_primitive_role, [task["task_id"] for task in tasks])
         """What ``evaluate`` checks its own arguments against."""
         specs = Specs(envs)
         with no_cyclic_gc():
-            self.episodes = [Episode.start(specs[task["env_id"]], task, episode_seed, leak_primitive_role)
-                             for task, episode_seed in zip(tasks, _episode_seeds(tasks, seed))]
+            self.episodes = [
+                Episode.start(specs[task["env_id"]], task, episode_seed, leak_primitive_role)
+                for task, episode_seed in zip(tasks, _episode_seeds(tasks, seed))
+            ]
 
     def fork(self, start: int, stop: int) -> list[Episode]:
         return [Episode(episode.task, episode.node.fork()) for episode in self.episodes[start:stop]]
 
 
-def evaluate(policy: ToolPointer, envs: Sequence[Mapping[str, Any]], tasks: Sequence[Mapping[str, Any]],
-             seed: int, greedy: bool = True, starts: HeldoutStarts | None = None) -> list[dict[str, Any]]:
+def evaluate(
+    policy: ToolPointer,
+    envs: Sequence[Mapping[str, Any]],
+    tasks: Sequence[Mapping[str, Any]],
+    seed: int,
+    greedy: bool = True,
+    starts: HeldoutStarts | None = None,
+) -> list[dict[str, Any]]:
     """One episode per task: task_id, env_id, tier, success, reward (sparse), partial (subgoal
     fraction), steps, tool_calls, errors. ``starts``: the same ``envs``, ``tasks`` and ``seed``
     already started (``HeldoutStarts``), to evaluate several policies on them."""
@@ -93,9 +106,14 @@ class Memoriser:
         return None
 
 
-def baseline_episodes(kind: str, train_envs: Sequence[Mapping[str, Any]], train_tasks: Sequence[Mapping[str, Any]],
-                      heldout_envs: Sequence[Mapping[str, Any]], heldout_tasks: Sequence[Mapping[str, Any]],
-                      seed: int) -> list[dict[str, Any]]:
+def baseline_episodes(
+    kind: str,
+    train_envs: Sequence[Mapping[str, Any]],
+    train_tasks: Sequence[Mapping[str, Any]],
+    heldout_envs: Sequence[Mapping[str, Any]],
+    heldout_tasks: Sequence[Mapping[str, Any]],
+    seed: int,
+) -> list[dict[str, Any]]:
     """Held-out episodes (same records as ``evaluate``) of the ``"random"`` or ``"memoriser"``
     baseline; ``train_envs`` is accepted for symmetry, the memoriser needs only the tasks."""
     if kind not in ("random", "memoriser"):

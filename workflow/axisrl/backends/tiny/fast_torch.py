@@ -47,9 +47,22 @@ class Adam:
     def step(self) -> None:
         """One Adam step on the parameters that have a gradient (as ``torch.optim.Adam`` skips the rest)."""
         live = [k for k, p in enumerate(self.params) if p.grad is not None]
-        adam([self.params[k] for k in live], [self.params[k].grad for k in live], [self.exp_avgs[k] for k in live],
-             [self.exp_avg_sqs[k] for k in live], [], [self.steps[k] for k in live], fused=True, amsgrad=False,
-             beta1=0.9, beta2=0.999, lr=self.lr, weight_decay=0.0, eps=1e-8, maximize=False)
+        adam(
+            [self.params[k] for k in live],
+            [self.params[k].grad for k in live],
+            [self.exp_avgs[k] for k in live],
+            [self.exp_avg_sqs[k] for k in live],
+            [],
+            [self.steps[k] for k in live],
+            fused=True,
+            amsgrad=False,
+            beta1=0.9,
+            beta2=0.999,
+            lr=self.lr,
+            weight_decay=0.0,
+            eps=1e-8,
+            maximize=False,
+        )
 
     def zero_grad(self) -> None:
         for p in self.params:

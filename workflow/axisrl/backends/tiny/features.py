@@ -31,16 +31,60 @@ from axisrl.backends.tiny.view import HISTORY_K, CompactEpisode
 
 PAD = "<pad>"
 STRUCTURAL = (
-    PAD, "<unk>",
+    PAD,
+    "<unk>",
     # goal clause heads, comparison ops and literal values
-    "exists", "absent", "eq", "ref", "ask", "ask_find", "ask_count", "ask_aggregate", "lt", "gt", "null", "true",
-    "false", "-",
+    "exists",
+    "absent",
+    "eq",
+    "ref",
+    "ask",
+    "ask_find",
+    "ask_count",
+    "ask_aggregate",
+    "lt",
+    "gt",
+    "null",
+    "true",
+    "false",
+    "-",
     # tool descriptors: access, return kind, declared semantics, parameter kinds, required or not
-    "R", "W", "ret:id", "ret:row", "ret:list", "ret:ids", "ret:ack", "ret:agg", "ret:-",
-    "sem:-", "sem:add", "sem:set", "sem:soft", "sem:cascade", "sem:hard", "sem:guard", "sem:free", "sem:end",
-    "id", "key", "int", "enum", "sel", "op", "val", "answer", "req", "opt",
+    "R",
+    "W",
+    "ret:id",
+    "ret:row",
+    "ret:list",
+    "ret:ids",
+    "ret:ack",
+    "ret:agg",
+    "ret:-",
+    "sem:-",
+    "sem:add",
+    "sem:set",
+    "sem:soft",
+    "sem:cascade",
+    "sem:hard",
+    "sem:guard",
+    "sem:free",
+    "sem:end",
+    "id",
+    "key",
+    "int",
+    "enum",
+    "sel",
+    "op",
+    "val",
+    "answer",
+    "req",
+    "opt",
     # history observation keys and value types
-    "count", "sum", "deleted", "err", "done", "field", "ent",
+    "count",
+    "sum",
+    "deleted",
+    "err",
+    "done",
+    "field",
+    "ent",
 )
 STRUCT_ID = {token: k for k, token in enumerate(STRUCTURAL)}
 N_STRUCT = len(STRUCTURAL)
@@ -53,8 +97,19 @@ N_SLOTS = 256
 """Slot embeddings per symbol kind; slot numbers beyond it wrap around."""
 SECTIONS = ("arg", "key", "value")
 N_HISTORY_FEATURES = HISTORY_K * len(SECTIONS)
-PRIMITIVES = ("lookup", "get", "list", "filter", "aggregate", "create", "update", "delete", "link", "transition",
-              "finish")
+PRIMITIVES = (
+    "lookup",
+    "get",
+    "list",
+    "filter",
+    "aggregate",
+    "create",
+    "update",
+    "delete",
+    "link",
+    "transition",
+    "finish",
+)
 MAX_STEP_FEATURE = 16
 """Step counts with their own embedding; later steps share the last."""
 
@@ -117,9 +172,12 @@ class Candidates:
     @classmethod
     def stack(cls, blocks: Sequence[CandidateBlock]) -> Candidates:
         counts = [block.count for block in blocks]
-        return cls(sum(counts), np.array(counts, dtype=np.int64),
-                   np.array([block.args.shape[1] for block in blocks], dtype=np.int64),
-                   np.concatenate([block.args for block in blocks], axis=1))
+        return cls(
+            sum(counts),
+            np.array(counts, dtype=np.int64),
+            np.array([block.args.shape[1] for block in blocks], dtype=np.int64),
+            np.concatenate([block.args for block in blocks], axis=1),
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,7 +244,7 @@ class EpisodeFeatures:
             self.tool_prim.append(PRIMITIVES.index(tool.prim if tool else "finish") if leak_primitive_role else 0)
             self.param_start.append(len(self.param_tool))
             for j in range((len(descriptor) - 4) // 3):
-                kind, slot, required = descriptor[4 + 3 * j: 7 + 3 * j]
+                kind, slot, required = descriptor[4 + 3 * j : 7 + 3 * j]
                 self.param_tool.append(position)
                 self.param_pos.append(j)
                 self.param_kind.append(code(kind))
@@ -213,7 +271,11 @@ class EpisodeFeatures:
         other.codes, other.step_cache = dict(self.codes), dict(self.step_cache)
         other.block_rows, other.blocks = list(self.block_rows), list(self.blocks)
         other.sym_kind, other.sym_slot, other.steps = list(self.sym_kind), list(self.sym_slot), list(self.steps)
-        other.val_tok, other.val_type, other.val_type_tok = list(self.val_tok), list(self.val_type), list(self.val_type_tok)
+        other.val_tok, other.val_type, other.val_type_tok = (
+            list(self.val_tok),
+            list(self.val_type),
+            list(self.val_type_tok),
+        )
         return other
 
     def code(self, token: str) -> int:
@@ -292,8 +354,17 @@ class EpisodeFeatures:
                 if new is not old:
                     self.block_rows[position], self.blocks[position] = new, self._block(position, new)
             self.candidates = Candidates.stack(self.blocks)
-        return Decision(len(self.sym_kind), self.sym_kind, self.sym_slot, len(steps), steps[-HISTORY_K:], val_tok,
-                        val_type, val_type_tok, self.candidates)
+        return Decision(
+            len(self.sym_kind),
+            self.sym_kind,
+            self.sym_slot,
+            len(steps),
+            steps[-HISTORY_K:],
+            val_tok,
+            val_type,
+            val_type_tok,
+            self.candidates,
+        )
 
 
 @dataclass
@@ -369,7 +440,7 @@ def _lengths(lists: Sequence[Sequence]) -> np.ndarray:
 
 
 def _offsets(lengths: np.ndarray) -> np.ndarray:
-    return np.concatenate(([0], np.cumsum(lengths)))[:len(lengths)].astype(np.int64)
+    return np.concatenate(([0], np.cumsum(lengths)))[: len(lengths)].astype(np.int64)
 
 
 def _shift_tokens(tokens: np.ndarray, symbol_offsets: np.ndarray) -> np.ndarray:
@@ -394,8 +465,8 @@ def collate_episodes(episodes: Sequence[EpisodeFeatures]) -> EpisodeBatch:
     tool_base = _offsets(n_tools)
     n_params = _lengths([e.param_tool for e in episodes])
     return EpisodeBatch(
-        sym_kind=_tensor(_flat([e.sym_kind[:e.n_static] for e in episodes])),
-        sym_slot=_tensor(_flat([e.sym_slot[:e.n_static] for e in episodes])),
+        sym_kind=_tensor(_flat([e.sym_kind[: e.n_static] for e in episodes])),
+        sym_slot=_tensor(_flat([e.sym_slot[: e.n_static] for e in episodes])),
         goal_sym=_tensor(goal_tok[is_sym] - N_STRUCT),
         goal_sym_role=_tensor(goal_role[is_sym]),
         goal_clause=_tensor(_flat([e.goal_clause for e in episodes]) + np.repeat(_offsets(n_clauses), goal_len)),
@@ -410,7 +481,11 @@ def collate_episodes(episodes: Sequence[EpisodeFeatures]) -> EpisodeBatch:
         param_kind=_tensor(_flat([e.param_kind for e in episodes])),
         param_req=_tensor(_flat([e.param_req for e in episodes])),
         param_slot=_tensor(_shift_tokens(_flat([e.param_slot for e in episodes]), np.repeat(sym_base, n_params))),
-        episodes=episodes, n_static=n_static, sym_base=sym_base, tool_base=tool_base, param_base=_offsets(n_params),
+        episodes=episodes,
+        n_static=n_static,
+        sym_base=sym_base,
+        tool_base=tool_base,
+        param_base=_offsets(n_params),
     )
 
 
@@ -421,11 +496,14 @@ def collate(episodes: EpisodeBatch, decisions: Sequence[Decision], rows: Sequenc
     ep = np.asarray(rows, dtype=np.int64)
     n_sym = np.fromiter((d.n_symbols for d in decisions), dtype=np.int64, count=n)
     dsym_base = _offsets(n_sym)
-    sym_kind = _flat([d.sym_kind[:d.n_symbols] for d in decisions])
-    sym_slot = _flat([d.sym_slot[:d.n_symbols] for d in decisions])
+    sym_kind = _flat([d.sym_kind[: d.n_symbols] for d in decisions])
+    sym_slot = _flat([d.sym_slot[: d.n_symbols] for d in decisions])
     local = np.arange(len(sym_kind)) - np.repeat(dsym_base, n_sym)
-    sym_static = np.where(local < np.repeat(episodes.n_static[ep], n_sym),  # or the row after the last
-                          local + np.repeat(episodes.sym_base[ep], n_sym), len(episodes.sym_kind))
+    sym_static = np.where(
+        local < np.repeat(episodes.n_static[ep], n_sym),  # or the row after the last
+        local + np.repeat(episodes.sym_base[ep], n_sym),
+        len(episodes.sym_kind),
+    )
 
     # history: the recent steps of every decision, oldest first; a step's age counts back from the newest
     recent = [d.recent for d in decisions]
@@ -470,8 +548,9 @@ def collate(episodes: EpisodeBatch, decisions: Sequence[Decision], rows: Sequenc
     return Batch(
         episodes=episodes,
         dec_episode=_tensor(ep),
-        dec_step=_tensor(np.minimum(np.fromiter((d.step for d in decisions), dtype=np.int64, count=n),
-                                    MAX_STEP_FEATURE - 1)),
+        dec_step=_tensor(
+            np.minimum(np.fromiter((d.step for d in decisions), dtype=np.int64, count=n), MAX_STEP_FEATURE - 1)
+        ),
         sym_kind=_tensor(sym_kind),
         sym_slot=_tensor(sym_slot),
         sym_static=_tensor(sym_static),

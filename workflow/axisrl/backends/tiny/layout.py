@@ -17,19 +17,35 @@ from typing import Any
 from axisrl.domains.toolworld.model import OPS, Param, Tool
 from axisrl.domains.toolworld.runtime import Runtime
 
-RETURN_KIND = {"lookup": "id", "create": "id", "get": "row", "update": "row", "link": "row", "transition": "row",
-               "list": "list", "filter": "ids", "delete": "ack", "aggregate": "agg"}
+RETURN_KIND = {
+    "lookup": "id",
+    "create": "id",
+    "get": "row",
+    "update": "row",
+    "link": "row",
+    "transition": "row",
+    "list": "list",
+    "filter": "ids",
+    "delete": "ack",
+    "aggregate": "agg",
+}
 """What each primitive returns, as its descriptor shows it."""
 FINISH_DESCRIPTOR = ["-", "R", "ret:-", "sem:end", "answer", "-", "opt"]
 """``finish``'s descriptor: no table, reads, ends the episode, one optional answer."""
 
 
 def _descriptor_template(rt: Runtime, tool: Tool) -> list[str | tuple[str, str, Any]]:
-    semantics = {"update": "sem:add" if rt.update_mode == "increment" else "sem:set",
-                 "delete": "sem:soft" if rt.soft_delete else ("sem:cascade" if rt.cascade else "sem:hard"),
-                 "transition": "sem:guard" if rt.guard else "sem:free"}.get(tool.prim, "sem:-")
-    template: list[str | tuple[str, str, Any]] = [("", "T", tool.table), "W" if tool.writes else "R",
-                                                  f"ret:{RETURN_KIND[tool.prim]}", semantics]
+    semantics = {
+        "update": "sem:add" if rt.update_mode == "increment" else "sem:set",
+        "delete": "sem:soft" if rt.soft_delete else ("sem:cascade" if rt.cascade else "sem:hard"),
+        "transition": "sem:guard" if rt.guard else "sem:free",
+    }.get(tool.prim, "sem:-")
+    template: list[str | tuple[str, str, Any]] = [
+        ("", "T", tool.table),
+        "W" if tool.writes else "R",
+        f"ret:{RETURN_KIND[tool.prim]}",
+        semantics,
+    ]
     for p in tool.params:
         slot: str | tuple[str, str, Any] = "-"
         if p.kind == "id":
@@ -141,13 +157,16 @@ class ToolPlan:
                     groups += [_value_group(rt, tool.table, f) for f in source[2]]
         return cls(tuple(variants), tuple(dict.fromkeys(groups)))
 
-    def candidates(self, rt: Runtime, table: str, position: int, typed: list[tuple[str, Any]],
-                   groups: dict[tuple, list[int]]) -> list[list[int]]:
+    def candidates(
+        self, rt: Runtime, table: str, position: int, typed: list[tuple[str, Any]], groups: dict[tuple, list[int]]
+    ) -> list[list[int]]:
         rows: list[list[int]] = []
         for sources, positions, keys in self.variants:
             options: Iterable[tuple[int, ...]] = (
-                itertools.product(*[groups.get(key, ()) for key in keys]) if keys is not None
-                else _options(rt, table, sources, typed, groups))
+                itertools.product(*[groups.get(key, ()) for key in keys])
+                if keys is not None
+                else _options(rt, table, sources, typed, groups)
+            )
             if positions is None:
                 rows += [[position, *ptrs] for ptrs in options]
             else:
@@ -155,8 +174,9 @@ class ToolPlan:
         return rows
 
 
-def _options(rt: Runtime, table: str, sources: tuple[tuple, ...], typed: list[tuple[str, Any]],
-             groups: dict[tuple, list[int]]) -> list[tuple[int, ...]]:
+def _options(
+    rt: Runtime, table: str, sources: tuple[tuple, ...], typed: list[tuple[str, Any]], groups: dict[tuple, list[int]]
+) -> list[tuple[int, ...]]:
     """Every pointer tuple for one parameter subset with a ``sel`` (a ``val`` follows the field
     its ``sel`` chose); a subset of plain groups is their product (``ToolPlan.candidates``)."""
     partial: list[tuple[tuple[int, ...], str | None]] = [((), None)]
@@ -169,8 +189,9 @@ def _options(rt: Runtime, table: str, sources: tuple[tuple, ...], typed: list[tu
             options = [(k, f) for k, f in options if f in source[2]]
             partial = [(ptrs + (k,), f if field is None else field) for ptrs, field in partial for k, f in options]
         else:
-            partial = [(ptrs + (k,), field) for ptrs, field in partial
-                       for k in groups.get(_value_group(rt, table, field), ())]
+            partial = [
+                (ptrs + (k,), field) for ptrs, field in partial for k in groups.get(_value_group(rt, table, field), ())
+            ]
     return [ptrs for ptrs, _ in partial]
 
 
@@ -184,15 +205,21 @@ class Layout:
         self.fields = [(t, f.sym) for t in tables for f in rt.tables[t].fields]
         self.entities = [(t, i) for t in tables for i in rt.initial[t]]
         self.values: list[Any] = [row["f0"] for t in tables for row in rt.initial[t].values()]
-        self.values += [(t, f.sym, k) for t in tables for f in rt.tables[t].of_type("enum", "status")
-                        for k in range(f.size)]
+        self.values += [
+            (t, f.sym, k) for t in tables for f in rt.tables[t].of_type("enum", "status") for k in range(f.size)
+        ]
         base: list[tuple[str, Any, str | tuple, str | tuple]] = [("op", op, op, "op") for op in OPS]
-        base += [("field", (t, f.sym), ("", "F", (t, f.sym)), "field")
-                 for t, table in rt.tables.items() for f in table.of_type("int", "enum", "status")]
+        base += [
+            ("field", (t, f.sym), ("", "F", (t, f.sym)), "field")
+            for t, table in rt.tables.items()
+            for f in table.of_type("int", "enum", "status")
+        ]
         self.writable = set(range(len(base), len(base) + rt.tables[rt.machine_table].by_sym[rt.status_field].size))
         machine, status = rt.machine_table, rt.status_field
-        base += [("enum", (machine, status, k), ("", "V", (machine, status, k)), ("enum:", "F", (machine, status)))
-                 for k in range(rt.tables[machine].by_sym[status].size)]
+        base += [
+            ("enum", (machine, status, k), ("", "V", (machine, status, k)), ("enum:", "F", (machine, status)))
+            for k in range(rt.tables[machine].by_sym[status].size)
+        ]
         self.typed = [(kind, payload) for kind, payload, _, _ in base]
         self.base_values = [part for _, _, token, type_token in base for part in (token, type_token)]
         self.descriptors = {tool.sym: _descriptor_template(rt, tool) for tool in rt.tools}
@@ -212,4 +239,3 @@ def layout_of(rt: Runtime) -> Layout:
     layout = Layout(rt)
     _LAYOUT_CACHE[id(rt)] = (rt, layout)
     return layout
-

@@ -105,31 +105,41 @@ class ToolPointer(nn.Module):
         symbol known at the start, the goal, the tools (plus a zero row for "no tool"), and the
         parameter and tool projections that candidates reuse."""
         d, struct = self.width, self.struct.weight
-        roles = torch.zeros(len(b.sym_kind), d).index_add(0, b.goal_sym,
-                                                          embed(self.goal_role_of_symbol, b.goal_sym_role))
+        roles = torch.zeros(len(b.sym_kind), d).index_add(
+            0, b.goal_sym, embed(self.goal_role_of_symbol, b.goal_sym_role)
+        )
         tokens = torch.cat([struct, self._symbols(b.sym_kind, b.sym_slot) + roles])
 
         clauses = torch.zeros(len(b.clause_episode), d).index_add(
-            0, b.goal_clause, embed(self.goal_role_in_clause, b.goal_role) + rows(tokens, b.goal_tok))
+            0, b.goal_clause, embed(self.goal_role_in_clause, b.goal_role) + rows(tokens, b.goal_tok)
+        )
         clauses = torch.relu(self._linear(self.clause, clauses))
         goal = torch.zeros(len(b.episodes), d).index_add(0, b.clause_episode, clauses)
 
-        params = (rows(struct, b.param_kind) + rows(struct, b.param_req) + rows(tokens, b.param_slot)
-                  + embed(self.param_pos, b.param_pos.clamp(max=MAX_PARAMS - 1)))
+        params = (
+            rows(struct, b.param_kind)
+            + rows(struct, b.param_req)
+            + rows(tokens, b.param_slot)
+            + embed(self.param_pos, b.param_pos.clamp(max=MAX_PARAMS - 1))
+        )
         params = torch.relu(self._linear(self.param, params))
         tools = struct[b.tool_struct].sum(1) + rows(tokens, b.tool_table)
         tools = tools.index_add(0, b.param_tool, params)
         if self.prim is not None:
             tools = tools + embed(self.prim, b.tool_prim)
         tools = torch.relu(self._linear(self.tool, tools))
-        return EncodedEpisodes(roles, goal, torch.cat([tools, torch.zeros(1, d)]), self._linear(self.arg_param, params),
-                               self._linear(self.cand_tool, tools))
+        return EncodedEpisodes(
+            roles,
+            goal,
+            torch.cat([tools, torch.zeros(1, d)]),
+            self._linear(self.arg_param, params),
+            self._linear(self.cand_tool, tools),
+        )
 
     def _symbols(self, kind: torch.Tensor, slot: torch.Tensor) -> torch.Tensor:
         return embed(self.sym_kind, kind) + embed(self.sym_slot, kind * N_SLOTS + slot)
 
-    def forward(self, b: Batch, episodes: EncodedEpisodes | None = None
-                ) -> tuple[torch.Tensor, torch.Tensor | None]:
+    def forward(self, b: Batch, episodes: EncodedEpisodes | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
         """(logit per candidate row, value per decision or None); ``episodes`` may be passed in
         from an earlier ``encode_episodes`` of ``b.episodes``."""
         d, struct = self.width, self.struct.weight
@@ -140,15 +150,21 @@ class ToolPointer(nn.Module):
         roles = torch.cat([roles, torch.zeros(1, d)])
         symbols = self._symbols(b.sym_kind, b.sym_slot) + rows(roles, b.sym_static)
         base = torch.cat([struct, symbols])
-        occ = (embed(self.history_feature, b.occ_feature) + rows(base, b.occ_tok)
-               + self._linear(self.partner, rows(base, b.occ_partner)))
+        occ = (
+            embed(self.history_feature, b.occ_feature)
+            + rows(base, b.occ_tok)
+            + self._linear(self.partner, rows(base, b.occ_partner))
+        )
         is_symbol = b.occ_tok >= N_STRUCT
         symbols = symbols.index_add(0, b.occ_tok[is_symbol] - N_STRUCT, occ[is_symbol])
         tokens = torch.cat([struct, symbols])
 
         # context: goal, recent steps (called tool + occurrences + age), step count
-        steps = (torch.zeros(len(b.step_tool), d).index_add(0, b.occ_step, occ) + rows(tools, b.step_tool)
-                 + embed(self.step_age, b.step_age))
+        steps = (
+            torch.zeros(len(b.step_tool), d).index_add(0, b.occ_step, occ)
+            + rows(tools, b.step_tool)
+            + embed(self.step_age, b.step_age)
+        )
         steps = torch.relu(self._linear(self.step, steps))
         history = torch.zeros(len(b.dec_episode), d).index_add(0, b.step_decision, steps)
         context = torch.cat([rows(goal, b.dec_episode), history, embed(self.step_count, b.dec_step)], -1)
@@ -163,8 +179,11 @@ class ToolPointer(nn.Module):
 
         # logit = MLP([cand; ctx; cand * ctx]), its first layer split by input block
         ctx = rows(context, b.cand_decision)
-        hidden = (self._linear(self.score_cand, cands) + rows(self._linear(self.score_ctx, context), b.cand_decision)
-                  + self._linear(self.score_prod, cands * ctx))
+        hidden = (
+            self._linear(self.score_cand, cands)
+            + rows(self._linear(self.score_ctx, context), b.cand_decision)
+            + self._linear(self.score_prod, cands * ctx)
+        )
         logits = self._linear(self.logit, torch.relu(hidden)).squeeze(-1)
         value = None
         if self.critic is not None:

@@ -61,8 +61,9 @@ class Specs:
     modified) so toolworld's runtime caches stay warm."""
 
     def __init__(self, envs: Sequence[Mapping[str, Any]]) -> None:
-        self.by_id = {env["env_id"]: _parsed_spec(env["spec"]) if isinstance(env["spec"], str) else env["spec"]
-                      for env in envs}
+        self.by_id = {
+            env["env_id"]: _parsed_spec(env["spec"]) if isinstance(env["spec"], str) else env["spec"] for env in envs
+        }
 
     def __getitem__(self, env_id: str) -> dict[str, Any]:
         return self.by_id[env_id]
@@ -88,8 +89,14 @@ class Node:
     partial: float = 0.0
 
     @classmethod
-    def start(cls, spec: dict[str, Any], task: Mapping[str, Any], episode_seed: int,
-              leak_primitive_role: bool | None, env: ToolworldEnv | None = None) -> Node:
+    def start(
+        cls,
+        spec: dict[str, Any],
+        task: Mapping[str, Any],
+        episode_seed: int,
+        leak_primitive_role: bool | None,
+        env: ToolworldEnv | None = None,
+    ) -> Node:
         """``leak_primitive_role=None``: no policy features (a baseline acts on the view alone).
         ``env``: an environment with ToolworldEnv's API to act in instead of the real one (a
         simulated one); it is reset here."""
@@ -146,13 +153,21 @@ class Episode:
     verified outcome (what a generator's or judge's label is worth is what the study measures)."""
 
     @classmethod
-    def start(cls, spec: dict[str, Any], task: Mapping[str, Any], episode_seed: int,
-              leak_primitive_role: bool | None) -> Episode:
+    def start(
+        cls, spec: dict[str, Any], task: Mapping[str, Any], episode_seed: int, leak_primitive_role: bool | None
+    ) -> Episode:
         return cls(task, Node.start(spec, task, episode_seed, leak_primitive_role))
 
     @classmethod
-    def group(cls, spec: dict[str, Any], task: Mapping[str, Any], episode_seed: int,
-              leak_primitive_role: bool, size: int, env: ToolworldEnv | None = None) -> list[Episode]:
+    def group(
+        cls,
+        spec: dict[str, Any],
+        task: Mapping[str, Any],
+        episode_seed: int,
+        leak_primitive_role: bool,
+        size: int,
+        env: ToolworldEnv | None = None,
+    ) -> list[Episode]:
         """``size`` rollouts of one task under one anonymisation, like the samples of one prompt
         (in ``env`` if given, see ``Node.start``)."""
         node = Node.start(spec, task, episode_seed, leak_primitive_role, env)
@@ -173,9 +188,17 @@ class Episode:
 
     def record(self) -> dict[str, Any]:
         node = self.node
-        return {"task_id": self.task["task_id"], "env_id": self.task["env_id"], "tier": self.task.get("tier"),
-                "success": node.success, "reward": node.reward, "partial": node.partial,
-                "steps": len(self.actions), "tool_calls": node.tool_calls, "errors": node.errors}
+        return {
+            "task_id": self.task["task_id"],
+            "env_id": self.task["env_id"],
+            "tier": self.task.get("tier"),
+            "success": node.success,
+            "reward": node.reward,
+            "partial": node.partial,
+            "steps": len(self.actions),
+            "tool_calls": node.tool_calls,
+            "errors": node.errors,
+        }
 
 
 def choose(log_probs: np.ndarray, starts: np.ndarray, counts: np.ndarray, uniforms: np.ndarray | None) -> np.ndarray:
@@ -247,8 +270,9 @@ def call_key(call: Any) -> str | None:
     return canonical_json([call["name"], arguments])
 
 
-def _scripted_actions(episodes: Sequence[Episode], live: Sequence[int], scripts: Sequence[Sequence[Any]],
-                      costs: RolloutStats) -> dict[int, int]:
+def _scripted_actions(
+    episodes: Sequence[Episode], live: Sequence[int], scripts: Sequence[Sequence[Any]], costs: RolloutStats
+) -> dict[int, int]:
     """The candidate that plays each live episode's next scripted call, by episode index. An
     episode whose script has run out, or whose next call no candidate plays (an unmatched step),
     ends there as truncated instead (on a fork: its node may be shared)."""
@@ -291,8 +315,13 @@ def _step_nodes(nodes: Sequence[Node], node_of: np.ndarray, actions: np.ndarray,
     return [children[(u, a)] for u, a in zip(node_of.tolist(), actions.tolist())]
 
 
-def rollout(policy: ToolPointer, episodes: Sequence[Episode], rng: np.random.Generator | None,
-            step_budget: int | None = None, scripts: Sequence[Sequence[Any]] | None = None) -> RolloutStats:
+def rollout(
+    policy: ToolPointer,
+    episodes: Sequence[Episode],
+    rng: np.random.Generator | None,
+    step_budget: int | None = None,
+    scripts: Sequence[Sequence[Any]] | None = None,
+) -> RolloutStats:
     """Run ``episodes`` to the end in lockstep (sampling with ``rng``, greedy without). With a
     ``step_budget``, stop at exactly that many env steps: episodes still running are truncated.
     Episodes that share a node (``Episode.group``) are scored once per decision point they share.
@@ -316,10 +345,10 @@ def rollout(policy: ToolPointer, episodes: Sequence[Episode], rng: np.random.Gen
                 if not live:
                     break
             if step_budget is not None and stats.env_steps + len(live) > step_budget:
-                for k in live[step_budget - stats.env_steps:]:
+                for k in live[step_budget - stats.env_steps :]:
                     episodes[k].node = episodes[k].node.fork()
                     episodes[k].node.finish(truncated=True, costs=stats)
-                live = live[:step_budget - stats.env_steps]
+                live = live[: step_budget - stats.env_steps]
                 if not live:
                     break
             nodes, node_of = distinct([episodes[k].node for k in live])
@@ -342,8 +371,13 @@ def rollout(policy: ToolPointer, episodes: Sequence[Episode], rng: np.random.Gen
             else:
                 actions = choose(log_probs, starts, batch.cand_count[node_of], rng.random(len(live)))
             node_values = None if values is None else values.tolist()
-            for k, node, u, action, log_prob in zip(live, _step_nodes(nodes, node_of, actions, stats), node_of.tolist(),
-                                                    actions.tolist(), log_probs[starts + actions].tolist()):
+            for k, node, u, action, log_prob in zip(
+                live,
+                _step_nodes(nodes, node_of, actions, stats),
+                node_of.tolist(),
+                actions.tolist(),
+                log_probs[starts + actions].tolist(),
+            ):
                 episode = episodes[k]
                 episode.decisions.append(decisions[u])
                 episode.actions.append(action)

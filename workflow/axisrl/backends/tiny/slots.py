@@ -29,9 +29,10 @@ class Slots:
     def __init__(self, rt: Runtime, episode_seed: int) -> None:
         layout = layout_of(rt)
         tables, fields, entities, values = layout.tables, layout.fields, layout.entities, layout.values
-        perms = {kind: Permutation(derive_seed(episode_seed, "compact", kind),
-                                   max(SLOT_SPACE[kind], len(symbols) + 16))
-                 for kind, symbols in (("T", tables), ("F", fields), ("E", entities), ("V", values))}
+        perms = {
+            kind: Permutation(derive_seed(episode_seed, "compact", kind), max(SLOT_SPACE[kind], len(symbols) + 16))
+            for kind, symbols in (("T", tables), ("F", fields), ("E", entities), ("V", values))
+        }
         self.table = self._assign("T", tables, perms["T"])
         self.field = self._assign("F", fields, perms["F"])
         self.entity = self._assign("E", entities, perms["E"])

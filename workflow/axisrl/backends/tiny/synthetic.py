@@ -54,6 +54,7 @@ SYNTHETIC_STREAM = 0x53594E
 """Seeds the synthetic trajectories' generator, ``SeedSequence([seed, SYNTHETIC_STREAM])``, apart
 from the run's ``SeedSequence(seed).spawn(4)``."""
 
+
 class TaskSampler:
     """Walks a seeded shuffle of the tasks (or of one task's replay rows), reshuffling after each full pass."""
 
@@ -117,8 +118,8 @@ class Synthesizer:
             groups += [g] * size
         return SyntheticEpisodes(episodes, groups, None if replay is None else scripts, missing)
 
-    def rollout(self, policy: ToolPointer, episodes: Sequence[Episode], scripts: list[list[Any]] | None
-                ) -> RolloutStats:
+    def rollout(
+        self, policy: ToolPointer, episodes: Sequence[Episode], scripts: list[list[Any]] | None
+    ) -> RolloutStats:
         """Replays are teacher-forced; simulated rollouts sample from the synthetic generator."""
         return rollout(policy, episodes, self.rng if scripts is None else None, scripts=scripts)
-

@@ -52,8 +52,17 @@ from axisrl.backends.tiny.updates import UPDATES, UpdateContext, UpdateStats, tr
 
 log = logging.getLogger(__name__)
 
-__all__ = ["UPDATES", "SyntheticTrajectories", "TrainResult", "TrainSettings", "UpdateContext", "UpdateStats",
-           "make_policy", "param_hash", "train"]
+__all__ = [
+    "UPDATES",
+    "SyntheticTrajectories",
+    "TrainResult",
+    "TrainSettings",
+    "UpdateContext",
+    "UpdateStats",
+    "make_policy",
+    "param_hash",
+    "train",
+]
 
 
 @dataclass(frozen=True)
@@ -111,11 +120,13 @@ class TrainSettings:
             f"algo must be one of {sorted(UPDATES)}": self.algo in UPDATES,
             f"loss_agg_mode must be one of {LOSS_AGG_MODES}": self.loss_agg_mode in LOSS_AGG_MODES,
             "reward_density must be 'sparse' or 'dense'": self.reward_density in ("sparse", "dense"),
-            "width, updates, visits_per_update, group_size, ppo_epochs and ppo_minibatches must be >= 1":
-                min(self.width, self.updates, self.visits_per_update, self.group_size, self.ppo_epochs,
-                    self.ppo_minibatches) >= 1,
+            "width, updates, visits_per_update, group_size, ppo_epochs and ppo_minibatches must be >= 1": min(
+                self.width, self.updates, self.visits_per_update, self.group_size, self.ppo_epochs, self.ppo_minibatches
+            )
+            >= 1,
             "max_rollout_steps and max_flops must be positive": all(
-                cap is None or cap > 0 for cap in (self.max_rollout_steps, self.max_flops)),
+                cap is None or cap > 0 for cap in (self.max_rollout_steps, self.max_flops)
+            ),
         }
         failed = [message for message, ok in checks.items() if not ok]
         if failed:
@@ -178,8 +189,16 @@ class TrainResult:
 COST_DRIVERS = ("env_seconds", "env_calls", "verifier_seconds", "verifier_calls", "policy_seconds")
 TIMINGS = ("rollout_seconds", "train_seconds", "rollout_wall_seconds", *COST_DRIVERS)
 SYNTHETIC_COUNTS = ("synthetic_episodes", "synthetic_env_steps", "synthetic_unmatched_steps", "synthetic_missing_tasks")
-ROW_TOTALS = ("rollout_flops", "train_flops", "env_steps", "scored_decisions", "gradient_steps", "episodes",
-              "zero_variance_groups", *SYNTHETIC_COUNTS)
+ROW_TOTALS = (
+    "rollout_flops",
+    "train_flops",
+    "env_steps",
+    "scored_decisions",
+    "gradient_steps",
+    "episodes",
+    "zero_variance_groups",
+    *SYNTHETIC_COUNTS,
+)
 """The metrics row's counts that ``RunTotals`` sums."""
 
 
@@ -281,26 +300,45 @@ class Played(NamedTuple):
     synthetic: RolloutStats
 
 
-def _visit(tasks: list[Mapping[str, Any]], episode_seeds: np.ndarray, specs: Specs, s: TrainSettings,
-           synthesizer: Synthesizer | None) -> Visit:
+def _visit(
+    tasks: list[Mapping[str, Any]],
+    episode_seeds: np.ndarray,
+    specs: Specs,
+    s: TrainSettings,
+    synthesizer: Synthesizer | None,
+) -> Visit:
     """The episodes of ``tasks``, each task's on one start (one anonymisation) from its episode seed."""
-    episodes = [episode for g, task in enumerate(tasks)
-                for episode in Episode.group(specs[task["env_id"]], task, int(episode_seeds[g]),
-                                             s.leak_primitive_role, s.group_size)]
-    synthetic = (synthesizer.episodes(tasks, episode_seeds) if synthesizer is not None
-                 else SyntheticEpisodes([], [], None, 0))
-    groups = torch.cat([torch.arange(len(tasks)).repeat_interleave(s.group_size),
-                        torch.tensor(synthetic.groups, dtype=torch.int64)])
+    episodes = [
+        episode
+        for g, task in enumerate(tasks)
+        for episode in Episode.group(
+            specs[task["env_id"]], task, int(episode_seeds[g]), s.leak_primitive_role, s.group_size
+        )
+    ]
+    synthetic = (
+        synthesizer.episodes(tasks, episode_seeds) if synthesizer is not None else SyntheticEpisodes([], [], None, 0)
+    )
+    groups = torch.cat(
+        [torch.arange(len(tasks)).repeat_interleave(s.group_size), torch.tensor(synthetic.groups, dtype=torch.int64)]
+    )
     return Visit(tasks, episodes, synthetic, groups)
 
 
-def _play(policy: ToolPointer, visit: Visit, rng: np.random.Generator, step_budget: int | None,
-          synthesizer: Synthesizer | None) -> Played:
+def _play(
+    policy: ToolPointer,
+    visit: Visit,
+    rng: np.random.Generator,
+    step_budget: int | None,
+    synthesizer: Synthesizer | None,
+) -> Played:
     """Play the visit's real episodes (sampling with ``rng``, within ``step_budget`` env steps), then its
     synthetic ones."""
     real = rollout(policy, visit.episodes, rng, step_budget)
-    synthetic = (synthesizer.rollout(policy, visit.synthetic.episodes, visit.synthetic.scripts)
-                 if synthesizer is not None and visit.synthetic.episodes else RolloutStats())
+    synthetic = (
+        synthesizer.rollout(policy, visit.synthetic.episodes, visit.synthetic.scripts)
+        if synthesizer is not None and visit.synthetic.episodes
+        else RolloutStats()
+    )
     return Played(real, synthetic)
 
 
@@ -317,32 +355,52 @@ def _metrics_row(update: int, visit: Visit, played: Played, out: UpdateStats, de
     real, synthetic = played
     rewards = trained_scores(visit.episodes, density)
     synthetic_rewards = trained_scores(visit.synthetic.episodes, density)
-    return {"update": update, "reward_mean": float(rewards.mean()),
-            "success_mean": float(np.mean([e.success for e in visit.episodes])),
-            "entropy": real.entropy_sum / max(real.decisions, 1), "kl": out.kl, "loss": out.loss,
-            "grad_norm": out.grad_norm, "env_steps": real.env_steps, "episodes": len(visit.episodes),
-            "scored_decisions": real.scored_decisions + synthetic.scored_decisions,
-            "gradient_steps": out.gradient_steps, "rollout_flops": real.flops + synthetic.flops,
-            "train_flops": out.train_flops,
-            "zero_variance_groups": _zero_variance_groups(torch.cat([rewards, synthetic_rewards]), visit.groups),
-            "groups": len(visit.tasks), "synthetic_episodes": len(visit.synthetic.episodes),
-            "synthetic_env_steps": synthetic.env_steps, "synthetic_unmatched_steps": synthetic.unmatched_steps,
-            "synthetic_missing_tasks": visit.synthetic.missing,
-            "synthetic_reward_mean": float(synthetic_rewards.mean()) if visit.synthetic.episodes else None}
+    return {
+        "update": update,
+        "reward_mean": float(rewards.mean()),
+        "success_mean": float(np.mean([e.success for e in visit.episodes])),
+        "entropy": real.entropy_sum / max(real.decisions, 1),
+        "kl": out.kl,
+        "loss": out.loss,
+        "grad_norm": out.grad_norm,
+        "env_steps": real.env_steps,
+        "episodes": len(visit.episodes),
+        "scored_decisions": real.scored_decisions + synthetic.scored_decisions,
+        "gradient_steps": out.gradient_steps,
+        "rollout_flops": real.flops + synthetic.flops,
+        "train_flops": out.train_flops,
+        "zero_variance_groups": _zero_variance_groups(torch.cat([rewards, synthetic_rewards]), visit.groups),
+        "groups": len(visit.tasks),
+        "synthetic_episodes": len(visit.synthetic.episodes),
+        "synthetic_env_steps": synthetic.env_steps,
+        "synthetic_unmatched_steps": synthetic.unmatched_steps,
+        "synthetic_missing_tasks": visit.synthetic.missing,
+        "synthetic_reward_mean": float(synthetic_rewards.mean()) if visit.synthetic.episodes else None,
+    }
 
 
-def train(envs: Sequence[Mapping[str, Any]], tasks: Sequence[Mapping[str, Any]], settings: TrainSettings,
-          seed: int, progress: Callable[[dict[str, Any]], None] | None = None,
-          synthetic: SyntheticTrajectories | None = None) -> TrainResult:
+def train(
+    envs: Sequence[Mapping[str, Any]],
+    tasks: Sequence[Mapping[str, Any]],
+    settings: TrainSettings,
+    seed: int,
+    progress: Callable[[dict[str, Any]], None] | None = None,
+    synthetic: SyntheticTrajectories | None = None,
+) -> TrainResult:
     """Train a fresh policy on ``tasks`` (rows of env ``envs``), with ``synthetic`` trajectories in
     its groups if given; see the module docstring."""
     with no_cyclic_gc():
         return _train(envs, tasks, settings, seed, progress, synthetic)
 
 
-def _train(envs: Sequence[Mapping[str, Any]], tasks: Sequence[Mapping[str, Any]], settings: TrainSettings,
-           seed: int, progress: Callable[[dict[str, Any]], None] | None,
-           synthetic: SyntheticTrajectories | None) -> TrainResult:
+def _train(
+    envs: Sequence[Mapping[str, Any]],
+    tasks: Sequence[Mapping[str, Any]],
+    settings: TrainSettings,
+    seed: int,
+    progress: Callable[[dict[str, Any]], None] | None,
+    synthetic: SyntheticTrajectories | None,
+) -> TrainResult:
     # SETUP: generators, policy (and reference), optimiser, task sampler, synthetic source
     if not tasks:
         raise ValueError("no training tasks")
@@ -352,8 +410,9 @@ def _train(envs: Sequence[Mapping[str, Any]], tasks: Sequence[Mapping[str, Any]]
         raise ValueError(f"synthetic trajectories join GRPO groups; algo {s.algo!r} has none (use algo='grpo')")
     torch.manual_seed(seed)
     deterministic_eager_ops()
-    task_rng, seed_rng, action_rng, batch_rng = (np.random.default_rng(child)
-                                                 for child in np.random.SeedSequence(seed).spawn(4))
+    task_rng, seed_rng, action_rng, batch_rng = (
+        np.random.default_rng(child) for child in np.random.SeedSequence(seed).spawn(4)
+    )
     specs = Specs(envs)
     policy = make_policy(s)
     reference = copy.deepcopy(policy).requires_grad_(False) if s.algo == "grpo" and s.kl_coef > 0 else None
@@ -380,8 +439,16 @@ def _train(envs: Sequence[Mapping[str, Any]], tasks: Sequence[Mapping[str, Any]]
             played = _play(policy, visit, action_rng, steps_left, synthesizer)
             rolled = time.process_time()
             # UPDATE: the algorithm's rule trains on the real and synthetic episodes of the visit
-            context = UpdateContext(policy, reference, optimizer, visit.episodes + visit.synthetic.episodes,
-                                    visit.groups, s, horizon, batch_rng)
+            context = UpdateContext(
+                policy,
+                reference,
+                optimizer,
+                visit.episodes + visit.synthetic.episodes,
+                visit.groups,
+                s,
+                horizon,
+                batch_rng,
+            )
             out = UPDATES[s.algo](context)
         except Exception as exc:  # a failed run is a result; the study goes on
             status, error = "failed", f"{type(exc).__name__}: {exc}"

@@ -33,8 +33,7 @@ from axisrl.backends.tiny.rollout import Diverged, Episode, distinct
 if TYPE_CHECKING:
     from axisrl.backends.tiny.train import TrainSettings
 
-__all__ = ["UPDATES", "UpdateContext", "UpdateStats", "grpo_update", "ppo_update", "register_update",
-           "trained_scores"]
+__all__ = ["UPDATES", "UpdateContext", "UpdateStats", "grpo_update", "ppo_update", "register_update", "trained_scores"]
 
 
 @dataclass(frozen=True)
@@ -84,8 +83,10 @@ def register_update(name: str) -> Callable[[UpdateRule], UpdateRule]:
 
 def trained_scores(episodes: Sequence[Episode], density: str) -> torch.Tensor:
     """What each episode is trained on: its outcome (sparse or dense), or a replay's claimed label."""
-    return torch.tensor([e.label if e.label is not None else e.reward if density == "sparse" else e.partial
-                         for e in episodes], dtype=torch.float32)
+    return torch.tensor(
+        [e.label if e.label is not None else e.reward if density == "sparse" else e.partial for e in episodes],
+        dtype=torch.float32,
+    )
 
 
 class Padded(NamedTuple):
@@ -135,8 +136,9 @@ def _chosen_log_probs(policy: ToolPointer, episodes: Sequence[Episode], picks: S
     batch = collate(batch_of_episodes, decisions, [first_row[u] for u in range(len(decisions))])
     logits, values = policy(batch)
     log_probs = segment_log_softmax(logits, batch.cand_decision, len(decisions))
-    taken = torch.from_numpy(batch.cand_start[index] + np.array([episodes[b].actions[t] for b, t in picks],
-                                                                 dtype=np.int64))
+    taken = torch.from_numpy(
+        batch.cand_start[index] + np.array([episodes[b].actions[t] for b, t in picks], dtype=np.int64)
+    )
     at = torch.from_numpy(index)
     entropy = segment_entropy(log_probs, batch.cand_decision, len(decisions))[at]
     return Scored(log_probs[taken], None if values is None else values[at], entropy)
@@ -191,8 +193,9 @@ def grpo_update(u: UpdateContext) -> UpdateStats:
     at all; the normalisers still count its steps."""
     s, policy, episodes, horizon = u.settings, u.policy, u.episodes, u.horizon
     mask, old, _ = _padded(episodes, horizon)
-    advantages = compute_grpo_outcome_advantage(trained_scores(episodes, s.reward_density), u.groups, mask,
-                                                s.norm_adv_by_std_in_grpo)
+    advantages = compute_grpo_outcome_advantage(
+        trained_scores(episodes, s.reward_density), u.groups, mask, s.norm_adv_by_std_in_grpo
+    )
     needed = [b for b in range(len(episodes)) if s.kl_coef > 0 or bool(advantages[b].any())]
     if not needed:
         return UpdateStats()
@@ -206,8 +209,9 @@ def grpo_update(u: UpdateContext) -> UpdateStats:
         chosen = _chosen_log_probs(policy, episodes, steps).log_probs
         train_flops += 3 * policy.flops
         log_prob = old[rows].flatten().index_put((at,), chosen).view(len(chunk), horizon)
-        loss, _ = compute_policy_loss(old[rows], log_prob, advantages[rows], mask[rows], s.clip_ratio_low,
-                                      s.clip_high, s.loss_agg_mode)
+        loss, _ = compute_policy_loss(
+            old[rows], log_prob, advantages[rows], mask[rows], s.clip_ratio_low, s.clip_high, s.loss_agg_mode
+        )
         loss = share * loss
         if u.reference is not None:
             u.reference.flops = 0
@@ -234,7 +238,7 @@ def ppo_update(u: UpdateContext) -> UpdateStats:
     rewards = torch.zeros(len(episodes), horizon)
     for b, (e, score) in enumerate(zip(episodes, trained_scores(episodes, s.reward_density), strict=True)):
         if e.actions:  # an episode cut by the step cap before its first step has nothing to learn from
-            values[b, :len(e.values)] = torch.tensor(e.values)
+            values[b, : len(e.values)] = torch.tensor(e.values)
             rewards[b, len(e.actions) - 1] = score
     advantages, returns = compute_gae_advantage_return(rewards, values, mask, s.gamma, s.lam)
     at = torch.from_numpy(positions)
@@ -253,8 +257,9 @@ def ppo_update(u: UpdateContext) -> UpdateStats:
             if len(chunk) > 1:
                 adv = (adv - adv.mean()) / (adv.std() + 1e-8)
             ones = torch.ones(1, len(chunk))
-            pg_loss, _ = compute_policy_loss(flat_old[idx][None], log_prob[None], adv[None], ones,
-                                             s.clip_ratio_low, s.clip_high, "token-mean")
+            pg_loss, _ = compute_policy_loss(
+                flat_old[idx][None], log_prob[None], adv[None], ones, s.clip_ratio_low, s.clip_high, "token-mean"
+            )
             v_loss = 0.5 * ((value - flat_ret[idx]) ** 2).mean()
             loss = pg_loss - s.ent_coef * entropy.mean() + s.vf_coef * v_loss
             kl = float((flat_old[idx] - log_prob.detach()).mean())

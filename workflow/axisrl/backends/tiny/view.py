@@ -133,8 +133,9 @@ def _goal_tokens(view: _View, goal: Goal) -> list[list[str]]:
             target = view.rt.tables[t].by_sym[c["field"]].target
             if c["value"] is not None:
                 view.offer_value(target, "f0", c["value"])
-            clauses.append(["ref", *head, view.f(t, c["field"]),
-                            "null" if c["value"] is None else view.key(c["value"])])
+            clauses.append(
+                ["ref", *head, view.f(t, c["field"]), "null" if c["value"] is None else view.key(c["value"])]
+            )
     q = goal.query
     if q is not None:
         t = q["table"]
@@ -154,7 +155,6 @@ def _goal_tokens(view: _View, goal: Goal) -> list[list[str]]:
     return clauses
 
 
-
 def _parse_row(rt: Runtime, table: str, obj: Any) -> tuple[int, dict[str, Any]] | None:
     if not isinstance(obj, Mapping):
         return None
@@ -172,8 +172,9 @@ def _parse_row(rt: Runtime, table: str, obj: Any) -> tuple[int, dict[str, Any]] 
     return ident, row
 
 
-def _history_step(view: _View, call: Any, observation: Mapping[str, Any], tool_index: dict[str, int]
-                  ) -> list[list[str]]:
+def _history_step(
+    view: _View, call: Any, observation: Mapping[str, Any], tool_index: dict[str, int]
+) -> list[list[str]]:
     """``[call tokens, observation pairs...]`` for one past step; registers visible values."""
     rt = view.rt
     name = call.get("name") if isinstance(call, Mapping) else None
@@ -263,7 +264,7 @@ class CompactEpisode:
         slots = slots_of(rt, episode_seed)
         view = _View(rt, slots)
         flat = slots.fill(layout.base_values)  # the ops, field selectors and state-machine values
-        view.values = [flat[k:k + 2] for k in range(0, len(flat), 2)]
+        view.values = [flat[k : k + 2] for k in range(0, len(flat), 2)]
         view.typed = list(layout.typed)
         view.index = {(token, type_token): k for k, (token, type_token) in enumerate(view.values)}
         view.writable = set(layout.writable)  # a guarded transition may pass through states the goal never names
@@ -278,8 +279,9 @@ class CompactEpisode:
         self.parsed_goal = Goal.parse(task["goal"])
         self.goal = _goal_tokens(view, self.parsed_goal)
         view.writable.update(range(len(view.values)))
-        self.tools = [slots.fill(layout.descriptors[tool.sym]) if tool else list(FINISH_DESCRIPTOR)
-                      for tool in self.ordered]
+        self.tools = [
+            slots.fill(layout.descriptors[tool.sym]) if tool else list(FINISH_DESCRIPTOR) for tool in self.ordered
+        ]
         self.steps: list[list[list[str]]] = []
         self.pointers = Pointers()
         self.blocks: list[list[list[int]] | None] = [None] * len(self.ordered)
@@ -373,8 +375,13 @@ class CompactEpisode:
             if pointers[0] < 0:
                 return {"name": FINISH, "arguments": {}}
             kind, payload = typed[pointers[0]]
-            text = (str(payload) if kind == "int" else payload[1] if kind == "key"
-                    else self.rt.tables[payload[0]].by_sym[payload[1]].words[payload[2]])
+            text = (
+                str(payload)
+                if kind == "int"
+                else payload[1]
+                if kind == "key"
+                else self.rt.tables[payload[0]].by_sym[payload[1]].words[payload[2]]
+            )
             return {"name": FINISH, "arguments": {"answer": text}}
         args = {}
         for p, k_value in zip(tool.params, pointers):
@@ -385,12 +392,23 @@ class CompactEpisode:
 
     def view(self, last_k: int = HISTORY_K) -> dict[str, Any]:
         values, _, candidates = self.current()
-        return {"goal": self.goal, "tools": self.tools, "history": self.steps[-last_k:] if last_k else [],
-                "values": values, "candidates": candidates, "calls": [self.call(k) for k in range(len(candidates))]}
+        return {
+            "goal": self.goal,
+            "tools": self.tools,
+            "history": self.steps[-last_k:] if last_k else [],
+            "values": values,
+            "candidates": candidates,
+            "calls": [self.call(k) for k in range(len(candidates))],
+        }
 
 
-def render_compact(spec: Spec, task: Mapping[str, Any], history: Sequence[tuple[Mapping[str, Any], Mapping[str, Any]]],
-                   episode_seed: int, last_k: int = HISTORY_K) -> dict[str, Any]:
+def render_compact(
+    spec: Spec,
+    task: Mapping[str, Any],
+    history: Sequence[tuple[Mapping[str, Any], Mapping[str, Any]]],
+    episode_seed: int,
+    last_k: int = HISTORY_K,
+) -> dict[str, Any]:
     """The anonymised view of one decision point (``history``: the (call, observation) pairs so far).
 
     Returns plain lists:

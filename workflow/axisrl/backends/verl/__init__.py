@@ -20,6 +20,19 @@ from axisrl.backends.verl.episode import AGENT_NAME, AgentEpisode, Outcome, obse
 from axisrl.backends.verl.export import write_verl_parquet
 from axisrl.backends.verl.launch import VerlResult, latest_checkpoint, merge_command, read_metrics, train
 
-__all__ = ["AGENT_NAME", "AgentEpisode", "Outcome", "RunLayout", "VerlJob", "VerlResult", "latest_checkpoint",
-           "merge_command", "observation_text", "overrides", "read_metrics", "train", "validate_overrides",
-           "write_verl_parquet"]
+__all__ = [
+    "AGENT_NAME",
+    "AgentEpisode",
+    "Outcome",
+    "RunLayout",
+    "VerlJob",
+    "VerlResult",
+    "latest_checkpoint",
+    "merge_command",
+    "observation_text",
+    "overrides",
+    "read_metrics",
+    "train",
+    "validate_overrides",
+    "write_verl_parquet",
+]

@@ -52,8 +52,13 @@ class AgentEpisodeLoop(ToolAgentLoop):
 
     async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> AgentLoopOutput:
         extra_info = kwargs["extra_info"]
-        self.episode = await asyncio.to_thread(AgentEpisode.from_json, kwargs["data_source"], extra_info["spec"],
-                                               extra_info["task"], self.max_tool_response_length)
+        self.episode = await asyncio.to_thread(
+            AgentEpisode.from_json,
+            kwargs["data_source"],
+            extra_info["spec"],
+            extra_info["task"],
+            self.max_tool_response_length,
+        )
         self.tools = {}
         self.tool_schemas = self.episode.tools
         output = await super().run(sampling_params, **kwargs)
@@ -61,15 +66,25 @@ class AgentEpisodeLoop(ToolAgentLoop):
         if self.episode_dir is not None:
             outcome = await asyncio.to_thread(self.episode.outcome)
             steps = kwargs.get("global_steps")
-            append_episode_record(self.episode_dir, {
-                "global_steps": None if steps is None else int(steps), "uid": str(kwargs.get("uid")),
-                "split": extra_info["split"], "tier": extra_info["tier"], "env_id": extra_info["env_id"],
-                "task_id": extra_info["task_id"], "num_turns": output.num_turns,
-                "response_tokens": len(output.response_ids), **asdict(outcome)})
+            append_episode_record(
+                self.episode_dir,
+                {
+                    "global_steps": None if steps is None else int(steps),
+                    "uid": str(kwargs.get("uid")),
+                    "split": extra_info["split"],
+                    "tier": extra_info["tier"],
+                    "env_id": extra_info["env_id"],
+                    "task_id": extra_info["task_id"],
+                    "num_turns": output.num_turns,
+                    "response_tokens": len(output.response_ids),
+                    **asdict(outcome),
+                },
+            )
         return output
 
-    async def _call_tool(self, tool_call: FunctionCall, tools_kwargs: dict[str, Any],
-                         agent_data: AgentData) -> tuple[ToolResponse, float, dict]:
+    async def _call_tool(
+        self, tool_call: FunctionCall, tools_kwargs: dict[str, Any], agent_data: AgentData
+    ) -> tuple[ToolResponse, float, dict]:
         async with self.step_lock:
             text = await asyncio.to_thread(self.episode.step, tool_call.name, tool_call.arguments)
         return ToolResponse(text=text), 0.0, {}

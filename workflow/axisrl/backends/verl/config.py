@@ -1,8 +1,8 @@
 """The Hydra overrides of one verl run, from the study's train settings, and their CPU validation.
 
-``overrides(settings, job)`` takes the train settings a design resolves to (``axisrl.plan.backend_settings``:
-the tiny backend's names; the budget ones from ``axisrl.budget``) and a ``VerlJob`` (model, paths, resources) and returns the override list
-for ``python -m verl.trainer.main_ppo``. How the settings map:
+``overrides(settings, job)`` takes the train settings a design resolves to (``axisrl.plan.backend_settings``: the
+tiny backend's names; the budget ones from ``axisrl.budget``) and a ``VerlJob`` (model, paths, resources) and
+returns the override list for ``python -m verl.trainer.main_ppo``. How the settings map:
 
 ============================  ===============================================================
 setting                       verl override
@@ -50,9 +50,25 @@ from axisrl.backends.verl.episode import AGENT_NAME
 
 REWARD_PATH = "pkg://axisrl.backends.verl.reward"
 AGENT_LOOP_TARGET = "axisrl.backends.verl.agent_loop.AgentEpisodeLoop"
-MAPPED = {"algo", "group_size", "visits_per_update", "updates", "lr", "clip_ratio_low", "clip_ratio_high",
-          "loss_agg_mode", "norm_adv_by_std_in_grpo", "kl_coef", "max_grad_norm", "ppo_epochs", "ppo_minibatches",
-          "gamma", "lam", "ent_coef", "reward_density"}
+MAPPED = {
+    "algo",
+    "group_size",
+    "visits_per_update",
+    "updates",
+    "lr",
+    "clip_ratio_low",
+    "clip_ratio_high",
+    "loss_agg_mode",
+    "norm_adv_by_std_in_grpo",
+    "kl_coef",
+    "max_grad_norm",
+    "ppo_epochs",
+    "ppo_minibatches",
+    "gamma",
+    "lam",
+    "ent_coef",
+    "reward_density",
+}
 NOT_CARRIED = {"width", "vf_coef"}
 REFUSED = {"leak_primitive_role": False, "max_rollout_steps": None, "max_flops": None}
 """Settings verl cannot honour, with the only value accepted."""
@@ -241,19 +257,25 @@ def overrides(settings: Mapping[str, Any], job: VerlJob) -> list[str]:
         "+ray_kwargs.ray_init._temp_dir": job.ray_dir,
     }
     if grpo:
-        values.update({"algorithm.norm_adv_by_std_in_grpo": s["norm_adv_by_std_in_grpo"],
-                       f"{actor}.loss_agg_mode": s["loss_agg_mode"]})
+        values.update(
+            {
+                "algorithm.norm_adv_by_std_in_grpo": s["norm_adv_by_std_in_grpo"],
+                f"{actor}.loss_agg_mode": s["loss_agg_mode"],
+            }
+        )
     else:
-        values.update({
-            "algorithm.gamma": s["gamma"],
-            "algorithm.lam": s["lam"],
-            "critic.model.path": job.critic_model_path or job.model_path,
-            "critic.optim.lr": job.critic_lr,
-            "critic.ppo_mini_batch_size": mini_batch,
-            "critic.ppo_micro_batch_size_per_gpu": job.micro_batch_size_per_gpu,
-            "critic.ppo_epochs": epochs,
-            "critic.grad_clip": s["max_grad_norm"],
-        })
+        values.update(
+            {
+                "algorithm.gamma": s["gamma"],
+                "algorithm.lam": s["lam"],
+                "critic.model.path": job.critic_model_path or job.model_path,
+                "critic.optim.lr": job.critic_lr,
+                "critic.ppo_mini_batch_size": mini_batch,
+                "critic.ppo_micro_batch_size_per_gpu": job.micro_batch_size_per_gpu,
+                "critic.ppo_epochs": epochs,
+                "critic.grad_clip": s["max_grad_norm"],
+            }
+        )
     return [f"{key}={_hydra_value(value)}" for key, value in values.items()]
 
 

@@ -80,8 +80,9 @@ class AgentEpisode:
     environment has ``done`` and ``steps`` and ends its episode at the shared ``finish`` tool.
     ``max_observation_chars`` cuts the observation texts ``step`` returns (``observation_text``)."""
 
-    def __init__(self, domain: Domain, spec: Mapping[str, Any], task: Mapping[str, Any],
-                 max_observation_chars: int | None = None) -> None:
+    def __init__(
+        self, domain: Domain, spec: Mapping[str, Any], task: Mapping[str, Any], max_observation_chars: int | None = None
+    ) -> None:
         self.env = domain.Env(spec, task)
         self.env.reset()
         self.tools = domain.tool_schemas(spec)
@@ -130,5 +131,9 @@ def append_episode_record(directory: str | Path, record: Mapping[str, Any]) -> N
 
 
 def read_episode_records(directory: str | Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for path in sorted(Path(directory).glob(EPISODE_LOG_GLOB))
-            for line in path.read_text().splitlines() if line]
+    return [
+        json.loads(line)
+        for path in sorted(Path(directory).glob(EPISODE_LOG_GLOB))
+        for line in path.read_text().splitlines()
+        if line
+    ]

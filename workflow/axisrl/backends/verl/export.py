@@ -25,22 +25,29 @@ from axisrl.domains import load
 
 ABILITY = "tool_use"
 MESSAGE = pa.struct([("role", pa.string()), ("content", pa.string())])
-SCHEMA = pa.schema([
-    ("data_source", pa.string()),
-    ("prompt", pa.list_(MESSAGE)),
-    ("ability", pa.string()),
-    ("reward_model", pa.struct([("style", pa.string()), ("ground_truth", pa.string())])),
-    ("agent_name", pa.string()),
-    ("extra_info", pa.struct([
-        ("index", pa.int64()),
-        ("split", pa.string()),
-        ("tier", pa.string()),
-        ("env_id", pa.string()),
-        ("task_id", pa.string()),
-        ("spec", pa.string()),
-        ("task", pa.string()),
-    ])),
-])
+SCHEMA = pa.schema(
+    [
+        ("data_source", pa.string()),
+        ("prompt", pa.list_(MESSAGE)),
+        ("ability", pa.string()),
+        ("reward_model", pa.struct([("style", pa.string()), ("ground_truth", pa.string())])),
+        ("agent_name", pa.string()),
+        (
+            "extra_info",
+            pa.struct(
+                [
+                    ("index", pa.int64()),
+                    ("split", pa.string()),
+                    ("tier", pa.string()),
+                    ("env_id", pa.string()),
+                    ("task_id", pa.string()),
+                    ("spec", pa.string()),
+                    ("task", pa.string()),
+                ]
+            ),
+        ),
+    ]
+)
 """``extra_info``: ``split`` ("train" or "heldout"), ``tier`` (T0/T1/T2 for held-out tasks, null
 for training), ``spec`` (the environment) and ``task`` (``TASK_FIELDS``) as JSON strings; the
 agent loop builds the episode from these two."""
@@ -58,20 +65,30 @@ def verl_rows(domain: str, envs: pl.DataFrame, tasks: pl.DataFrame, split: str) 
     for index, task in enumerate(tasks.iter_rows(named=True)):
         spec = json.loads(specs[task["env_id"]])
         task_json = json.dumps({k: task[k] for k in TASK_FIELDS}, sort_keys=True)
-        rows.append({
-            "data_source": domain,
-            "prompt": render_chat(spec, task)["messages"],
-            "ability": ABILITY,
-            "reward_model": {"style": "rule", "ground_truth": task_json},
-            "agent_name": AGENT_NAME,
-            "extra_info": {"index": index, "split": split, "tier": task.get("tier"), "env_id": task["env_id"],
-                           "task_id": task["task_id"], "spec": specs[task["env_id"]], "task": task_json},
-        })
+        rows.append(
+            {
+                "data_source": domain,
+                "prompt": render_chat(spec, task)["messages"],
+                "ability": ABILITY,
+                "reward_model": {"style": "rule", "ground_truth": task_json},
+                "agent_name": AGENT_NAME,
+                "extra_info": {
+                    "index": index,
+                    "split": split,
+                    "tier": task.get("tier"),
+                    "env_id": task["env_id"],
+                    "task_id": task["task_id"],
+                    "spec": specs[task["env_id"]],
+                    "task": task_json,
+                },
+            }
+        )
     return rows
 
 
-def write_verl_parquet(domain: str, envs: pl.DataFrame, tasks: pl.DataFrame, path: str | Path, split: str,
-                       min_rows: int = 1) -> Path:
+def write_verl_parquet(
+    domain: str, envs: pl.DataFrame, tasks: pl.DataFrame, path: str | Path, split: str, min_rows: int = 1
+) -> Path:
     """Write ``verl_rows`` to ``path`` (parents created); the path.
 
     The task list is repeated whole until it has ``min_rows`` rows: verl's training dataloader drops

@@ -52,18 +52,31 @@ from typing import Any
 import polars as pl
 import pyarrow.parquet as pq
 
-from axisrl.backends.verl.config import (RunLayout, VerlJob, overrides, prompts_per_step, validate_overrides,
-                                         write_agent_loop_config)
+from axisrl.backends.verl.config import (
+    RunLayout,
+    VerlJob,
+    overrides,
+    prompts_per_step,
+    validate_overrides,
+    write_agent_loop_config,
+)
 from axisrl.backends.verl.episode import Outcome, read_episode_records
 from axisrl.backends.verl.export import write_verl_parquet
 from axisrl.domains import load
 
 UNMEASURED = ("scored_decisions", "gradient_steps", "rollout_flops", "train_flops", "synthetic_reward_mean")
 NO_SYNTHETIC = ("synthetic_episodes", "synthetic_env_steps", "synthetic_unmatched_steps", "synthetic_missing_tasks")
-VERL_METRICS = {"reward_mean": "critic/score/mean", "entropy": "actor/entropy", "loss": "actor/pg_loss",
-                "grad_norm": "actor/grad_norm", "value_loss": "critic/vf_loss", "tokens": "perf/total_num_tokens",
-                "response_length_mean": "response_length/mean", "num_turns_mean": "num_turns/mean",
-                "step_seconds": "timing_s/step"}
+VERL_METRICS = {
+    "reward_mean": "critic/score/mean",
+    "entropy": "actor/entropy",
+    "loss": "actor/pg_loss",
+    "grad_norm": "actor/grad_norm",
+    "value_loss": "critic/vf_loss",
+    "tokens": "perf/total_num_tokens",
+    "response_length_mean": "response_length/mean",
+    "num_turns_mean": "num_turns/mean",
+    "step_seconds": "timing_s/step",
+}
 
 
 @dataclass
@@ -88,8 +101,13 @@ def launch_env(layout: RunLayout, base: Mapping[str, str] = os.environ) -> dict[
     return env
 
 
-def prepare(settings: Mapping[str, Any], job: VerlJob, train_data: tuple[pl.DataFrame, pl.DataFrame],
-            heldout_data: tuple[pl.DataFrame, pl.DataFrame], domain: str) -> list[str]:
+def prepare(
+    settings: Mapping[str, Any],
+    job: VerlJob,
+    train_data: tuple[pl.DataFrame, pl.DataFrame],
+    heldout_data: tuple[pl.DataFrame, pl.DataFrame],
+    domain: str,
+) -> list[str]:
     """Write the run's inputs (train and held-out Parquet, agent-loop config); the override list.
     ``*_data`` are (envs, tasks) frames of ``domain``."""
     layout = job.layout
@@ -99,13 +117,18 @@ def prepare(settings: Mapping[str, Any], job: VerlJob, train_data: tuple[pl.Data
     return overrides(settings, job)
 
 
-def prompt_tokens(prompt: list[Mapping[str, str]], tools: list[dict[str, Any]], tokenizer: Any,
-                  chat_template_kwargs: Mapping[str, Any]) -> int:
+def prompt_tokens(
+    prompt: list[Mapping[str, str]],
+    tools: list[dict[str, Any]],
+    tokenizer: Any,
+    chat_template_kwargs: Mapping[str, Any],
+) -> int:
     """Tokens of a row's first prompt as the agent loop renders it: the messages and the
     environment's tools through the chat template (with the run's template switches), with the
     generation prompt."""
-    text = tokenizer.apply_chat_template(prompt, tools=tools, add_generation_prompt=True, tokenize=False,
-                                         **chat_template_kwargs)
+    text = tokenizer.apply_chat_template(
+        prompt, tools=tools, add_generation_prompt=True, tokenize=False, **chat_template_kwargs
+    )
     return len(tokenizer.encode(text, add_special_tokens=False))
 
 
@@ -115,8 +138,7 @@ def longest_prompt(path: str | Path, tokenizer: Any, chat_template_kwargs: Mappi
     with only a warning, so this is checked before launching."""
     rows = pq.read_table(path, columns=["data_source", "prompt", "extra_info"]).to_pylist()
     unique = {row["extra_info"]["task_id"]: row for row in rows}
-    return max(prompt_tokens(row["prompt"], row_tools(row), tokenizer, chat_template_kwargs)
-               for row in unique.values())
+    return max(prompt_tokens(row["prompt"], row_tools(row), tokenizer, chat_template_kwargs) for row in unique.values())
 
 
 def row_tools(row: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -124,8 +146,13 @@ def row_tools(row: Mapping[str, Any]) -> list[dict[str, Any]]:
     return load(row["data_source"]).tool_schemas(json.loads(row["extra_info"]["spec"]))
 
 
-def train(settings: Mapping[str, Any], job: VerlJob, train_data: tuple[pl.DataFrame, pl.DataFrame],
-          heldout_data: tuple[pl.DataFrame, pl.DataFrame], domain: str) -> VerlResult:
+def train(
+    settings: Mapping[str, Any],
+    job: VerlJob,
+    train_data: tuple[pl.DataFrame, pl.DataFrame],
+    heldout_data: tuple[pl.DataFrame, pl.DataFrame],
+    domain: str,
+) -> VerlResult:
     """Prepare, check on CPU, run ``main_ppo`` (GPU) and read back its metrics and checkpoint.
     ``*_data`` are (envs, tasks) frames of ``domain`` (a name in ``axisrl.domains.DOMAINS``)."""
     from transformers import AutoTokenizer
@@ -141,8 +168,9 @@ def train(settings: Mapping[str, Any], job: VerlJob, train_data: tuple[pl.DataFr
     shutil.rmtree(layout.episode_dir, ignore_errors=True)  # a rerun starts afresh, as verl's file logger does
     layout.episode_dir.mkdir(parents=True)
     with layout.console_log.open("w") as log:
-        returncode = subprocess.run(main_ppo_command(override_list), env=launch_env(layout), stdout=log,
-                                    stderr=subprocess.STDOUT, check=False).returncode
+        returncode = subprocess.run(
+            main_ppo_command(override_list), env=launch_env(layout), stdout=log, stderr=subprocess.STDOUT, check=False
+        ).returncode
     metrics = read_metrics(layout, settings["algo"], settings["reward_density"], domain)
     if returncode != 0:
         tail = layout.console_log.read_text(errors="replace")[-4000:]
@@ -157,10 +185,13 @@ def _episode_columns(records: list[dict[str, Any]], reward_density: str) -> dict
     scores: dict[str, list[float]] = defaultdict(list)
     for record in records:
         scores[record["uid"]].append(Outcome.from_record(record).score(reward_density))
-    return {"success_mean": sum(r["success"] for r in records) / len(records),
-            "env_steps": sum(r["env_steps"] for r in records), "episodes": len(records),
-            "zero_variance_groups": sum(len(s) > 1 and max(s) == min(s) for s in scores.values()),
-            "groups": len(scores)}
+    return {
+        "success_mean": sum(r["success"] for r in records) / len(records),
+        "env_steps": sum(r["env_steps"] for r in records),
+        "episodes": len(records),
+        "zero_variance_groups": sum(len(s) > 1 and max(s) == min(s) for s in scores.values()),
+        "groups": len(scores),
+    }
 
 
 def read_metrics(layout: RunLayout, algo: str, reward_density: str, domain: str) -> list[dict[str, Any]]:
@@ -182,9 +213,17 @@ def read_metrics(layout: RunLayout, algo: str, reward_density: str, domain: str)
         step = entry["step"]
         val = [value for key, value in data.items() if key.startswith(f"val-core/{domain}/acc/mean@")]
         kl = data.get("actor/kl_loss", 0.0) if algo == "grpo" else data.get("actor/ppo_kl")
-        rows.append({"update": step - 1, **{key: data.get(name) for key, name in VERL_METRICS.items()}, "kl": kl,
-                     **_episode_columns(by_step[step], reward_density), **dict.fromkeys(UNMEASURED),
-                     **dict.fromkeys(NO_SYNTHETIC, 0), "val_success": val[0] if val else None})
+        rows.append(
+            {
+                "update": step - 1,
+                **{key: data.get(name) for key, name in VERL_METRICS.items()},
+                "kl": kl,
+                **_episode_columns(by_step[step], reward_density),
+                **dict.fromkeys(UNMEASURED),
+                **dict.fromkeys(NO_SYNTHETIC, 0),
+                "val_success": val[0] if val else None,
+            }
+        )
     return rows
 
 
@@ -197,5 +236,15 @@ def latest_checkpoint(layout: RunLayout) -> Path:
 
 def merge_command(checkpoint: str | Path, target_dir: str | Path) -> list[str]:
     """The command that writes an FSDP actor checkpoint as a Hugging Face model directory (for vLLM)."""
-    return [sys.executable, "-m", "verl.model_merger", "merge", "--backend", "fsdp", "--local_dir", str(checkpoint),
-            "--target_dir", str(target_dir)]
+    return [
+        sys.executable,
+        "-m",
+        "verl.model_merger",
+        "merge",
+        "--backend",
+        "fsdp",
+        "--local_dir",
+        str(checkpoint),
+        "--target_dir",
+        str(target_dir),
+    ]

@@ -14,8 +14,14 @@ from typing import Any
 from axisrl.backends.verl.episode import CALLS_KEY, AgentEpisode
 
 
-def compute_score(data_source: str, solution_str: str, ground_truth: str, extra_info: dict[str, Any] | None = None,
-                  reward_density: str = "sparse", **kwargs: Any) -> dict[str, float]:
+def compute_score(
+    data_source: str,
+    solution_str: str,
+    ground_truth: str,
+    extra_info: dict[str, Any] | None = None,
+    reward_density: str = "sparse",
+    **kwargs: Any,
+) -> dict[str, float]:
     """Score one trajectory from the environment's final state, never from its text.
 
     ``data_source`` is the row's domain (any of ``axisrl.domains.DOMAINS``), ``ground_truth`` the
@@ -27,11 +33,17 @@ def compute_score(data_source: str, solution_str: str, ground_truth: str, extra_
     verl's core validation metric), ``subgoal_fraction``, ``env_steps`` and ``finished``.
     """
     if extra_info is None or CALLS_KEY not in extra_info:
-        raise ValueError(f"extra_info has no {CALLS_KEY!r}: the row was not run by the axisrl agent loop "
-                         "(check the row's agent_name and rollout.agent.agent_loop_config_path)")
+        raise ValueError(
+            f"extra_info has no {CALLS_KEY!r}: the row was not run by the axisrl agent loop "
+            "(check the row's agent_name and rollout.agent.agent_loop_config_path)"
+        )
     episode = AgentEpisode.from_json(data_source, extra_info["spec"], ground_truth)
     episode.replay(json.loads(extra_info[CALLS_KEY]))
     outcome = episode.outcome()
-    return {"score": outcome.score(reward_density), "acc": float(outcome.success),
-            "subgoal_fraction": outcome.score("dense"), "env_steps": float(outcome.env_steps),
-            "finished": float(outcome.finished)}
+    return {
+        "score": outcome.score(reward_density),
+        "acc": float(outcome.success),
+        "subgoal_fraction": outcome.score("dense"),
+        "env_steps": float(outcome.env_steps),
+        "finished": float(outcome.finished),
+    }

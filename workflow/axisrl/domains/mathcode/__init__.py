@@ -12,7 +12,17 @@ from axisrl.domains.mathcode.pool import GENERATORS, HELDOUT_GENERATORS, generat
 from axisrl.domains.mathcode.signatures import schema_tokens, signatures, tool_tokens, transition_tokens
 
 __all__ = [
-    "GENERATORS", "HELDOUT_GENERATORS", "Harness", "MathcodeEnv", "ScoredVerifyResult", "generate_pool",
-    "generate_tasks", "render_chat", "schema_tokens", "signatures", "tool_schemas", "tool_tokens",
+    "GENERATORS",
+    "HELDOUT_GENERATORS",
+    "Harness",
+    "MathcodeEnv",
+    "ScoredVerifyResult",
+    "generate_pool",
+    "generate_tasks",
+    "render_chat",
+    "schema_tokens",
+    "signatures",
+    "tool_schemas",
+    "tool_tokens",
     "transition_tokens",
 ]

@@ -60,8 +60,12 @@ class Harness:
         return cls(**spec["harness"])
 
     def as_dict(self) -> dict[str, Any]:
-        return {"tools": self.tools, "python_state": self.python_state, "python_output": self.python_output,
-                "grammar": self.grammar}
+        return {
+            "tools": self.tools,
+            "python_state": self.python_state,
+            "python_output": self.python_output,
+            "grammar": self.grammar,
+        }
 
     def edits(self) -> list[str]:
         """The harness choices as tokens (the ``edits`` column of an environment row)."""
@@ -93,40 +97,72 @@ def tool_schemas(spec: Mapping[str, Any]) -> list[dict[str, Any]]:
     harness = Harness.from_spec(spec)
     tools = []
     if harness.tools == "calculator":
-        tools.append(_function("calculate", "Evaluate one arithmetic expression (Python syntax, math module "
-                                            "functions such as sqrt, log, factorial) and return its value.",
-                               "the expression, e.g. factorial(10) / 2**5"))
+        tools.append(
+            _function(
+                "calculate",
+                "Evaluate one arithmetic expression (Python syntax, math module "
+                "functions such as sqrt, log, factorial) and return its value.",
+                "the expression, e.g. factorial(10) / 2**5",
+            )
+        )
     if harness.tools == "python":
-        state = ("Variables and imports persist between calls." if harness.python_state == "persistent"
-                 else "Each call starts a fresh interpreter: nothing persists between calls.")
-        output = ("The output is what the code prints, followed by the value of a final expression."
-                  if harness.python_output == "echo" else "The output is what the code prints.")
-        tools.append(_function("python", f"Run Python 3 code (time limit {spec['python_timeout_s']:g} s). "
-                                         f"{state} {output}", "the Python source to run"))
-    answer = ("the final answer inside <answer></answer> tags, e.g. <answer>42</answer>" if harness.grammar == "tagged"
-              else "the final answer only, e.g. 42")
+        state = (
+            "Variables and imports persist between calls."
+            if harness.python_state == "persistent"
+            else "Each call starts a fresh interpreter: nothing persists between calls."
+        )
+        output = (
+            "The output is what the code prints, followed by the value of a final expression."
+            if harness.python_output == "echo"
+            else "The output is what the code prints."
+        )
+        tools.append(
+            _function(
+                "python",
+                f"Run Python 3 code (time limit {spec['python_timeout_s']:g} s). {state} {output}",
+                "the Python source to run",
+            )
+        )
+    answer = (
+        "the final answer inside <answer></answer> tags, e.g. <answer>42</answer>"
+        if harness.grammar == "tagged"
+        else "the final answer only, e.g. 42"
+    )
     tools.append(_function(FINISH, "Submit the final answer and end the episode.", answer))
     return tools
 
 
 def _function(name: str, description: str, parameter_description: str) -> dict[str, Any]:
     parameter = PARAMETER[name]
-    return {"type": "function", "function": {
-        "name": name, "description": description,
-        "parameters": {"type": "object", "properties": {parameter: {"type": "string",
-                                                                   "description": parameter_description}},
-                       "required": [parameter], "additionalProperties": False}}}
+    return {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": description,
+            "parameters": {
+                "type": "object",
+                "properties": {parameter: {"type": "string", "description": parameter_description}},
+                "required": [parameter],
+                "additionalProperties": False,
+            },
+        },
+    }
 
 
 def render_chat(spec: Mapping[str, Any], task: Mapping[str, Any]) -> dict[str, Any]:
     """``{"messages": [system, user], "tools": [...]}`` for one task (the toolworld contract)."""
     harness = Harness.from_spec(spec)
-    helper = {"answer": "", "calculator": " You may use the calculate tool.",
-              "python": " You may run Python with the python tool."}[harness.tools]
-    answer = ("wrapped in <answer></answer> tags" if harness.grammar == "tagged" else "and nothing else")
+    helper = {
+        "answer": "",
+        "calculator": " You may use the calculate tool.",
+        "python": " You may run Python with the python tool.",
+    }[harness.tools]
+    answer = "wrapped in <answer></answer> tags" if harness.grammar == "tagged" else "and nothing else"
     system = f"Solve the problem.{helper} When you are done, call {FINISH} with the final answer {answer}."
-    return {"messages": [{"role": "system", "content": system}, {"role": "user", "content": task["instruction"]}],
-            "tools": tool_schemas(spec)}
+    return {
+        "messages": [{"role": "system", "content": system}, {"role": "user", "content": task["instruction"]}],
+        "tools": tool_schemas(spec),
+    }
 
 
 class MathcodeEnv:
@@ -188,9 +224,13 @@ class MathcodeEnv:
         if name == "calculate":
             return sandbox.run(arguments["expression"], mode="expression", timeout_s=self.timeout_s)
         persistent = self.harness.python_state == "persistent"
-        observation = sandbox.run(arguments["code"], mode="exec", timeout_s=self.timeout_s,
-                                  history=self.cells if persistent else (),
-                                  echo=self.harness.python_output == "echo")
+        observation = sandbox.run(
+            arguments["code"],
+            mode="exec",
+            timeout_s=self.timeout_s,
+            history=self.cells if persistent else (),
+            echo=self.harness.python_output == "echo",
+        )
         if persistent and not observation.get("error", "").startswith("timed out"):
             self.cells.append(arguments["code"])
         return observation

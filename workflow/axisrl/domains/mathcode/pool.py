@@ -38,16 +38,63 @@ from axisrl.domains.toolworld.pool import Pool
 
 WORLD_ID = "mathcode"
 GENERATORS = (
-    "ab", "advanced_geometry", "base_conversion", "basic_arithmetic", "bf", "binary_alternation", "binary_matrix",
-    "bitwise_arithmetic", "caesar_cipher", "calendar_arithmetic", "chain_sum", "codeio", "coin_flip",
-    "complex_arithmetic", "count_primes", "course_schedule", "decimal_arithmetic", "decimal_chain_sum", "dice",
-    "family_relationships", "fraction_simplification", "game_of_life", "gcd", "group_anagrams",
-    "intermediate_integration", "isomorphic_strings", "jugs", "lcm", "leg_counting", "letter_counting",
-    "letter_jumble", "manipulate_matrix", "number_filtering", "number_format", "number_sorting",
-    "palindrome_generation", "palindrome_partitioning", "path_star", "polynomial_equations", "pool_matrix",
-    "power_function", "products", "quantum_lock", "ransom_note", "rotate_matrix", "sentence_reordering",
-    "shortest_path", "simple_equations", "simple_geometry", "simple_integration", "spell_backward", "spiral_matrix",
-    "string_insertion", "string_manipulation", "string_synthesis", "word_ladder", "word_sequence_reversal",
+    "ab",
+    "advanced_geometry",
+    "base_conversion",
+    "basic_arithmetic",
+    "bf",
+    "binary_alternation",
+    "binary_matrix",
+    "bitwise_arithmetic",
+    "caesar_cipher",
+    "calendar_arithmetic",
+    "chain_sum",
+    "codeio",
+    "coin_flip",
+    "complex_arithmetic",
+    "count_primes",
+    "course_schedule",
+    "decimal_arithmetic",
+    "decimal_chain_sum",
+    "dice",
+    "family_relationships",
+    "fraction_simplification",
+    "game_of_life",
+    "gcd",
+    "group_anagrams",
+    "intermediate_integration",
+    "isomorphic_strings",
+    "jugs",
+    "lcm",
+    "leg_counting",
+    "letter_counting",
+    "letter_jumble",
+    "manipulate_matrix",
+    "number_filtering",
+    "number_format",
+    "number_sorting",
+    "palindrome_generation",
+    "palindrome_partitioning",
+    "path_star",
+    "polynomial_equations",
+    "pool_matrix",
+    "power_function",
+    "products",
+    "quantum_lock",
+    "ransom_note",
+    "rotate_matrix",
+    "sentence_reordering",
+    "shortest_path",
+    "simple_equations",
+    "simple_geometry",
+    "simple_integration",
+    "spell_backward",
+    "spiral_matrix",
+    "string_insertion",
+    "string_manipulation",
+    "string_synthesis",
+    "word_ladder",
+    "word_sequence_reversal",
     "word_sorting",
 )
 """Training generators when ``mathcode.generators`` is null: reasoning-gym 0.1.25's arithmetic,
@@ -55,8 +102,16 @@ algebra, algorithmic, code, geometry, graphs and probability generators whose pr
 deterministic, JSON-serialisable and carry an oracle answer that their own scorer accepts while
 other problems' answers fail (graph_color, gsm_symbolic and game_of_life_halting do not), less
 ``HELDOUT_GENERATORS``."""
-HELDOUT_GENERATORS = ("time_intervals", "prime_factorization", "polynomial_multiplication", "rotten_oranges",
-                      "cryptarithm", "string_splitting", "largest_island", "count_bits")
+HELDOUT_GENERATORS = (
+    "time_intervals",
+    "prime_factorization",
+    "polynomial_multiplication",
+    "rotten_oranges",
+    "cryptarithm",
+    "string_splitting",
+    "largest_island",
+    "count_bits",
+)
 """Held-out (T2) generators when ``mathcode.heldout_generators`` is null: one or two per category
 that has several, none with a yes/no answer."""
 DATASET_SEED_MODULUS = 2**31
@@ -69,8 +124,10 @@ def harness_structures(mc: Mapping[str, Any]) -> list[Harness]:
     structures = []
     for tools in mc["tools"]:
         if tools == "python":
-            structures += [Harness(tools, state, output, mc["grammars"][0])
-                           for state, output in itertools.product(mc["python_states"], mc["python_outputs"])]
+            structures += [
+                Harness(tools, state, output, mc["grammars"][0])
+                for state, output in itertools.product(mc["python_states"], mc["python_outputs"])
+            ]
         else:
             structures.append(Harness(tools, grammar=mc["grammars"][0]))
     return structures
@@ -84,8 +141,9 @@ def generate_tasks(spec: Mapping[str, Any], env_id: str, n_tasks: int) -> list[d
     """Up to ``n_tasks`` verified problems of the environment's generator and content (fewer only
     if ``4 n + 8`` draws are not enough)."""
     attempts = 4 * n_tasks + 8
-    dataset = reasoning_gym.create_dataset(spec["generator"], seed=spec["content_seed"] % DATASET_SEED_MODULUS,
-                                           size=attempts + 1)
+    dataset = reasoning_gym.create_dataset(
+        spec["generator"], seed=spec["content_seed"] % DATASET_SEED_MODULUS, size=attempts + 1
+    )
     entries = _entries(dataset)
     harness = Harness.from_spec(spec)
     tasks: list[dict[str, Any]] = []
@@ -97,20 +155,34 @@ def generate_tasks(spec: Mapping[str, Any], env_id: str, n_tasks: int) -> list[d
         if entry["answer"] is None:
             continue
         reference = [{"name": FINISH, "arguments": {"answer": harness.wrap(entry["answer"])}}]
-        wrong = ([{"name": FINISH, "arguments": {"answer": harness.wrap(other["answer"])}}]
-                 if other["answer"] not in (None, entry["answer"]) else None)
+        wrong = (
+            [{"name": FINISH, "arguments": {"answer": harness.wrap(other["answer"])}}]
+            if other["answer"] not in (None, entry["answer"])
+            else None
+        )
         goal = canonical_json(entry)
-        task = {"task_id": short_hash([env_id, goal]), "env_id": env_id, "instruction": entry["question"],
-                "goal": goal, "answer": entry["answer"]}
+        task = {
+            "task_id": short_hash([env_id, goal]),
+            "env_id": env_id,
+            "instruction": entry["question"],
+            "goal": goal,
+            "answer": entry["answer"],
+        }
         if task["task_id"] in seen or not _passes_filter(spec, task, reference, wrong):
             continue
         seen.add(task["task_id"])
-        tasks.append({**task,
-                      "skeleton": spec["generator"],
-                      "skill_sig": short_hash([spec["generator"], entry["metadata"].get("difficulty")]),
-                      "verifier_sig": short_hash([spec["generator"], harness.grammar]),
-                      "reference": canonical_json(reference),
-                      "n_steps": 0, "n_distractors": None, "id_depth": None})
+        tasks.append(
+            {
+                **task,
+                "skeleton": spec["generator"],
+                "skill_sig": short_hash([spec["generator"], entry["metadata"].get("difficulty")]),
+                "verifier_sig": short_hash([spec["generator"], harness.grammar]),
+                "reference": canonical_json(reference),
+                "n_steps": 0,
+                "n_distractors": None,
+                "id_depth": None,
+            }
+        )
     return tasks
 
 
@@ -126,9 +198,14 @@ def _entries(dataset: ProceduralDataset) -> Callable[[int], dict[str, Any]]:
     return entry
 
 
-def _passes_filter(spec: Mapping[str, Any], task: Mapping[str, Any], reference: list[dict[str, Any]],
-                   wrong: list[dict[str, Any]] | None) -> bool:
+def _passes_filter(
+    spec: Mapping[str, Any],
+    task: Mapping[str, Any],
+    reference: list[dict[str, Any]],
+    wrong: list[dict[str, Any]] | None,
+) -> bool:
     """The reference verifies; finishing without an answer and with another problem's answer fail."""
+
     def succeeds(calls: list[dict[str, Any]]) -> bool:
         env = MathcodeEnv(spec, task)
         env.reset()
@@ -136,23 +213,56 @@ def _passes_filter(spec: Mapping[str, Any], task: Mapping[str, Any], reference: 
             env.step(call)
         return env.verify().success
 
-    return (succeeds(reference) and not succeeds([{"name": FINISH, "arguments": {}}])
-            and (wrong is None or not succeeds(wrong)))
+    return (
+        succeeds(reference)
+        and not succeeds([{"name": FINISH, "arguments": {}}])
+        and (wrong is None or not succeeds(wrong))
+    )
 
 
-def _emit(cfg: Mapping[str, Any], generator: str, harness: Harness, variant_index: int, content_seed: int,
-          split: str, tier: str | None, n_tasks: int, envs: list[dict[str, Any]], tasks: list[dict[str, Any]]) -> None:
+def _emit(
+    cfg: Mapping[str, Any],
+    generator: str,
+    harness: Harness,
+    variant_index: int,
+    content_seed: int,
+    split: str,
+    tier: str | None,
+    n_tasks: int,
+    envs: list[dict[str, Any]],
+    tasks: list[dict[str, Any]],
+) -> None:
     """Append one environment row and its tasks."""
-    spec = {"domain": "mathcode", "generator": generator, "harness": harness.as_dict(), "content_seed": content_seed,
-            "max_steps": cfg["max_steps"], "python_timeout_s": cfg["mathcode"]["python_timeout_s"]}
+    spec = {
+        "domain": "mathcode",
+        "generator": generator,
+        "harness": harness.as_dict(),
+        "content_seed": content_seed,
+        "max_steps": cfg["max_steps"],
+        "python_timeout_s": cfg["mathcode"]["python_timeout_s"],
+    }
     spec_json = canonical_json(spec)
     env_id = short_hash(spec_json)
-    envs.append({
-        "env_id": env_id, "world_id": WORLD_ID, "world_seed": None, "variant_index": variant_index,
-        "variant_seed": None, "content_seed": content_seed, "skin_index": 0, "split": split, "tier": tier,
-        "n_tables": None, "n_tools": {"answer": 1}.get(harness.tools, 2), "n_rows": None,
-        "edits": harness.edits(), "vocabulary": [], "spec": spec_json, "generator": generator,
-    })
+    envs.append(
+        {
+            "env_id": env_id,
+            "world_id": WORLD_ID,
+            "world_seed": None,
+            "variant_index": variant_index,
+            "variant_seed": None,
+            "content_seed": content_seed,
+            "skin_index": 0,
+            "split": split,
+            "tier": tier,
+            "n_tables": None,
+            "n_tools": {"answer": 1}.get(harness.tools, 2),
+            "n_rows": None,
+            "edits": harness.edits(),
+            "vocabulary": [],
+            "spec": spec_json,
+            "generator": generator,
+        }
+    )
     tasks += [{**task, "split": split, "tier": tier} for task in generate_tasks(spec, env_id, n_tasks)]
 
 
@@ -180,8 +290,10 @@ def _withheld(order: list[tuple[str, Harness]], count: int, seed: int) -> set[in
             remaining[generator] -= 1
             chosen.add(position)
     if len(chosen) < count:
-        raise ValueError(f"T1: only {len(chosen)} structures can be withheld with their generator still trained; "
-                         f"heldout.t1_envs asks for {count} (add harness options or generators)")
+        raise ValueError(
+            f"T1: only {len(chosen)} structures can be withheld with their generator still trained; "
+            f"heldout.t1_envs asks for {count} (add harness options or generators)"
+        )
     return chosen
 
 
@@ -210,30 +322,79 @@ def generate_pool(cfg: Mapping[str, Any]) -> Pool:
         for grammar in mc["grammars"]:
             contents = _contents(root, "content", generator, canonical_json(harness.as_dict()), grammar)
             for content_seed in itertools.islice(contents, cfg["contents_per_variant"]):
-                _emit(cfg, generator, _with_grammar(harness, grammar), variant[harness], content_seed, "train", None,
-                      cfg["tasks_per_env"], pool.envs, pool.tasks)
+                _emit(
+                    cfg,
+                    generator,
+                    _with_grammar(harness, grammar),
+                    variant[harness],
+                    content_seed,
+                    "train",
+                    None,
+                    cfg["tasks_per_env"],
+                    pool.envs,
+                    pool.tasks,
+                )
 
     generator, harness = training[0]
     for content_seed in itertools.islice(_contents(root, "placebo-content"), cfg["placebo_contents"]):
-        _emit(cfg, generator, harness, variant[harness], content_seed, "placebo", None,
-              cfg["placebo_tasks_per_env"], pool.placebo_envs, pool.placebo_tasks)
+        _emit(
+            cfg,
+            generator,
+            harness,
+            variant[harness],
+            content_seed,
+            "placebo",
+            None,
+            cfg["placebo_tasks_per_env"],
+            pool.placebo_envs,
+            pool.placebo_tasks,
+        )
 
     rng = random.Random(derive_seed(hs, "tiers"))
     n_tasks, out = held["tasks_per_env"], (pool.heldout_envs, pool.heldout_tasks)
     for i, (generator, harness) in enumerate(rng.choices(training, k=held["t0_envs"])):
         grammar = rng.choice(mc["grammars"])
-        _emit(cfg, generator, _with_grammar(harness, grammar), variant[harness], derive_seed(hs, "t0-content", i),
-              "heldout", "T0", n_tasks, *out)
+        _emit(
+            cfg,
+            generator,
+            _with_grammar(harness, grammar),
+            variant[harness],
+            derive_seed(hs, "t0-content", i),
+            "heldout",
+            "T0",
+            n_tasks,
+            *out,
+        )
     for i, position in enumerate(sorted(withheld)):
         generator, harness = order[position]
-        _emit(cfg, generator, _with_grammar(harness, rng.choice(mc["grammars"])), variant[harness],
-              derive_seed(hs, "t1-content", i), "heldout", "T1", n_tasks, *out)
+        _emit(
+            cfg,
+            generator,
+            _with_grammar(harness, rng.choice(mc["grammars"])),
+            variant[harness],
+            derive_seed(hs, "t1-content", i),
+            "heldout",
+            "T1",
+            n_tasks,
+            *out,
+        )
     if held["t2_worlds"] > len(heldout_generators):
-        raise ValueError(f"T2: heldout.t2_worlds={held['t2_worlds']} but only {len(heldout_generators)} "
-                         "held-out generators are configured")
+        raise ValueError(
+            f"T2: heldout.t2_worlds={held['t2_worlds']} but only {len(heldout_generators)} "
+            "held-out generators are configured"
+        )
     per_generator = min(held["t2_variants_per_world"], len(structures))
-    for i, generator in enumerate(heldout_generators[:held["t2_worlds"]]):
+    for i, generator in enumerate(heldout_generators[: held["t2_worlds"]]):
         for v, harness in enumerate(rng.sample(structures, per_generator)):
-            _emit(cfg, generator, _with_grammar(harness, rng.choice(mc["grammars"])), variant[harness],
-                  derive_seed(hs, "t2-content", i, v), "heldout", "T2", n_tasks, *out)
+            _emit(
+                cfg,
+                generator,
+                _with_grammar(harness, rng.choice(mc["grammars"])),
+                variant[harness],
+                derive_seed(hs, "t2-content", i, v),
+                "heldout",
+                "T2",
+                n_tasks,
+                *out,
+            )
     return pool

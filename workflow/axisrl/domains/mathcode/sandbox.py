@@ -75,19 +75,39 @@ def _clip(text: str) -> str:
     return text[:MAX_OUTPUT_CHARS] + f"...({len(text) - MAX_OUTPUT_CHARS} more characters cut)"
 
 
-def run(source: str, *, mode: str, timeout_s: float, history: Sequence[str] = (), echo: bool = False
-        ) -> dict[str, Any]:
+def run(source: str, *, mode: str, timeout_s: float, history: Sequence[str] = (), echo: bool = False) -> dict[str, Any]:
     """Run ``source`` (``mode``: ``"exec"`` a cell, ``"expression"`` one calculator expression)
     after replaying ``history``; the observation is ``{"output": ...}`` plus ``"error"`` when the
     code raised, timed out or was killed by a limit."""
-    request = json.dumps({"source": source, "mode": mode, "history": list(history), "echo": echo,
-                          "memory_bytes": MEMORY_BYTES, "cpu_seconds": int(timeout_s) + 1})
+    request = json.dumps(
+        {
+            "source": source,
+            "mode": mode,
+            "history": list(history),
+            "echo": echo,
+            "memory_bytes": MEMORY_BYTES,
+            "cpu_seconds": int(timeout_s) + 1,
+        }
+    )
     with tempfile.TemporaryDirectory(prefix="axisrl-sandbox-") as workdir:
-        env = {"PATH": os.environ.get("PATH", ""), "HOME": workdir, "LANG": "C.UTF-8",
-               "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-        with subprocess.Popen([sys.executable, "-I", "-B", "-c", DRIVER], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=workdir, env=env, text=True,
-                              start_new_session=True) as process:
+        env = {
+            "PATH": os.environ.get("PATH", ""),
+            "HOME": workdir,
+            "LANG": "C.UTF-8",
+            "OMP_NUM_THREADS": "1",
+            "OPENBLAS_NUM_THREADS": "1",
+            "MKL_NUM_THREADS": "1",
+        }
+        with subprocess.Popen(
+            [sys.executable, "-I", "-B", "-c", DRIVER],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=workdir,
+            env=env,
+            text=True,
+            start_new_session=True,
+        ) as process:
             try:
                 stdout, _ = process.communicate(request, timeout=timeout_s)
             except subprocess.TimeoutExpired:
@@ -96,8 +116,10 @@ def run(source: str, *, mode: str, timeout_s: float, history: Sequence[str] = ()
                 return {"output": "", "error": f"timed out after {timeout_s:g} s"}
     head, marker, result = stdout.rpartition(RESULT_MARKER)
     if not marker:
-        return {"output": _clip(head),
-                "error": f"the interpreter stopped without a result (exit status {process.returncode})"}
+        return {
+            "output": _clip(head),
+            "error": f"the interpreter stopped without a result (exit status {process.returncode})",
+        }
     outcome = json.loads(result)
     observation = {"output": _clip(head + outcome["output"])}
     if outcome["error"] is not None:

@@ -24,10 +24,14 @@ from reasoning_gym.factory import DATASETS
 from axisrl.domains.mathcode.env import Harness, MathcodeEnv
 from axisrl.domains.toolworld.canon import short_hash
 
-PROBE = {"calculator": [{"name": "calculate", "arguments": {"expression": "6 * 7"}}],
-         "python": [{"name": "python", "arguments": {"code": "x = 6 * 7"}},
-                    {"name": "python", "arguments": {"code": "6 * 7"}},
-                    {"name": "python", "arguments": {"code": "print(x)"}}]}
+PROBE = {
+    "calculator": [{"name": "calculate", "arguments": {"expression": "6 * 7"}}],
+    "python": [
+        {"name": "python", "arguments": {"code": "x = 6 * 7"}},
+        {"name": "python", "arguments": {"code": "6 * 7"}},
+        {"name": "python", "arguments": {"code": "print(x)"}},
+    ],
+}
 PROBE_TIMEOUT_S = 30.0
 """Generous: a probe that timed out on a loaded machine would change a signature."""
 
@@ -42,8 +46,15 @@ def _api(harness: Harness) -> list[str]:
 def _behaviour(tools: str, python_state: str | None, python_output: str | None) -> str:
     """Hash of the probe's observations under this tool semantics (run once per process)."""
     harness = Harness(tools, python_state, python_output)
-    env = MathcodeEnv({"generator": "", "harness": harness.as_dict(), "max_steps": len(PROBE.get(tools, ())) + 1,
-                       "python_timeout_s": PROBE_TIMEOUT_S}, {"instruction": "", "goal": "{}"})
+    env = MathcodeEnv(
+        {
+            "generator": "",
+            "harness": harness.as_dict(),
+            "max_steps": len(PROBE.get(tools, ())) + 1,
+            "python_timeout_s": PROBE_TIMEOUT_S,
+        },
+        {"instruction": "", "goal": "{}"},
+    )
     env.reset()
     return short_hash([env.step(call).observation for call in PROBE.get(tools, [])])
 
@@ -76,4 +87,3 @@ def transition_tokens(spec: Mapping[str, Any]) -> frozenset[str]:
     if harness.tools != "python":
         return frozenset({f"tools/{harness.tools}"})
     return frozenset({f"python/{harness.python_state}", f"python/{harness.python_output}"})
-

@@ -59,10 +59,22 @@ class Scorer:
         self.workdir = tempfile.TemporaryDirectory(prefix="axisrl-scorer-")
 
     def _start(self) -> subprocess.Popen[bytes]:
-        env = {"PATH": os.environ.get("PATH", ""), "HOME": self.workdir.name, "LANG": "C.UTF-8",
-               "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-        process = subprocess.Popen([sys.executable, "-I", "-B", "-c", DRIVER], stdin=subprocess.PIPE,
-                                   stdout=subprocess.PIPE, cwd=self.workdir.name, env=env, start_new_session=True)
+        env = {
+            "PATH": os.environ.get("PATH", ""),
+            "HOME": self.workdir.name,
+            "LANG": "C.UTF-8",
+            "OMP_NUM_THREADS": "1",
+            "OPENBLAS_NUM_THREADS": "1",
+            "MKL_NUM_THREADS": "1",
+        }
+        process = subprocess.Popen(
+            [sys.executable, "-I", "-B", "-c", DRIVER],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            cwd=self.workdir.name,
+            env=env,
+            start_new_session=True,
+        )
         if process.stdout.readline() != b"ready\n":
             raise RuntimeError("the reasoning-gym scorer process did not start")
         return process

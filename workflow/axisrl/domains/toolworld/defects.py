@@ -71,8 +71,14 @@ def unreachable_goal(rt: Runtime, goal: Mapping[str, Any], rng: random.Random) -
         table = goal["query"]["table"]
         key = goal["query"].get("key") or next(iter(rt.initial[table].values()))["f0"]
     taken = {row["f0"] for rows in rt.initial.values() for row in rows.values()}
-    impossible = {"op": "field_eq", "table": table, "key": key, "field": "f0", "type": "key",
-                  "value": entity_name(rng, rt.spec["pool"], taken)}
+    impossible = {
+        "op": "field_eq",
+        "table": table,
+        "key": key,
+        "field": "f0",
+        "type": "key",
+        "value": entity_name(rng, rt.spec["pool"], taken),
+    }
     return {**goal, "checks": [*goal["checks"], impossible]}
 
 
@@ -102,8 +108,9 @@ def reword(instruction: str, rng: random.Random) -> str:
     return f"Here is a request: {instruction}"
 
 
-def with_step_errors(rng: random.Random, reference: Sequence[dict[str, Any]], variants: Sequence[dict[str, list]],
-              step_error: float) -> tuple[list[dict[str, Any]], int]:
+def with_step_errors(
+    rng: random.Random, reference: Sequence[dict[str, Any]], variants: Sequence[dict[str, list]], step_error: float
+) -> tuple[list[dict[str, Any]], int]:
     """One generated trajectory: each step that can go wrong does so with ``step_error``,
     replaced by a variant of a randomly chosen kind (a skipped step is a None variant)."""
     calls, errors = [], 0

@@ -22,42 +22,62 @@ from axisrl.domains.toolworld.world import INT_RANGE
 ANSWER_TYPES = {"int": "int", "enum": "enum", "status": "enum", "key": "key"}
 
 TEMPLATES: dict[str, tuple[str, ...]] = {
-    "read_field": ("What is the {field} of the {table} '{key}'?",
-                   "Look up the {table} {key} and tell me its {field}.",
-                   "Report the {field} recorded for {table} '{key}'."),
-    "read_hop": ("What is the {field} of the {target} that {table} '{key}' points to as its {ref}?",
-                 "Find the {ref} of {table} {key} and report that {target}'s {field}.",
-                 "{table} '{key}' has a {ref}; what is the {field} of that {target}?"),
-    "find_by_value": ("Which {table} has {field} {value}? Answer with its {keyfield}.",
-                      "Find the {table} whose {field} is {value} and report its {keyfield}.",
-                      "One {table} has {value} as its {field}. What is its {keyfield}?"),
-    "count_filter": ("How many {table} records have {field} {op} {value}?",
-                     "Count the {table} records whose {field} is {op} {value}.",
-                     "Tell me the number of {table} records with {field} {op} {value}."),
-    "count": ("How many {table} records have {field} {value}?",
-              "Count the {table} records whose {field} is {value}.",
-              "What is the number of {table} records with {field} equal to {value}?"),
-    "sum": ("What is the total {total} over the {table} records whose {field} is {value}?",
-            "Add up the {total} of every {table} with {field} {value} and report the sum.",
-            "Sum the {total} of all {table} records that have {field} {value}."),
-    "set_field": ("Set the {field} of the {table} '{key}' to {value}.",
-                  "Change {table} {key} so that its {field} is {value}.",
-                  "Update the {table} '{key}': its {field} should become {value}."),
-    "add_field": ("Increase the {field} of the {table} '{key}' by {value}.",
-                  "Add {value} to the {field} of {table} {key}.",
-                  "Raise the {field} of {table} '{key}' by {value}."),
-    "link": ("Set the {ref} of the {table} '{key}' to the {target} '{target_key}'.",
-             "Link {table} {key} to {target} {target_key} as its {ref}.",
-             "Make {target} '{target_key}' the {ref} of {table} '{key}'."),
-    "create": ("Create a new {table} '{key}' with {values}.",
-               "Add a {table} named {key} that has {values}.",
-               "Register the {table} '{key}': {values}."),
-    "delete": ("Delete the {table} '{key}'.",
-               "Remove {table} {key}.",
-               "Get rid of the {table} record '{key}'."),
-    "transition": ("Move the {table} '{key}' to {field} '{value}'.",
-                   "Change the {field} of {table} {key} to {value}.",
-                   "Put {table} '{key}' into the {value} {field}."),
+    "read_field": (
+        "What is the {field} of the {table} '{key}'?",
+        "Look up the {table} {key} and tell me its {field}.",
+        "Report the {field} recorded for {table} '{key}'.",
+    ),
+    "read_hop": (
+        "What is the {field} of the {target} that {table} '{key}' points to as its {ref}?",
+        "Find the {ref} of {table} {key} and report that {target}'s {field}.",
+        "{table} '{key}' has a {ref}; what is the {field} of that {target}?",
+    ),
+    "find_by_value": (
+        "Which {table} has {field} {value}? Answer with its {keyfield}.",
+        "Find the {table} whose {field} is {value} and report its {keyfield}.",
+        "One {table} has {value} as its {field}. What is its {keyfield}?",
+    ),
+    "count_filter": (
+        "How many {table} records have {field} {op} {value}?",
+        "Count the {table} records whose {field} is {op} {value}.",
+        "Tell me the number of {table} records with {field} {op} {value}.",
+    ),
+    "count": (
+        "How many {table} records have {field} {value}?",
+        "Count the {table} records whose {field} is {value}.",
+        "What is the number of {table} records with {field} equal to {value}?",
+    ),
+    "sum": (
+        "What is the total {total} over the {table} records whose {field} is {value}?",
+        "Add up the {total} of every {table} with {field} {value} and report the sum.",
+        "Sum the {total} of all {table} records that have {field} {value}.",
+    ),
+    "set_field": (
+        "Set the {field} of the {table} '{key}' to {value}.",
+        "Change {table} {key} so that its {field} is {value}.",
+        "Update the {table} '{key}': its {field} should become {value}.",
+    ),
+    "add_field": (
+        "Increase the {field} of the {table} '{key}' by {value}.",
+        "Add {value} to the {field} of {table} {key}.",
+        "Raise the {field} of {table} '{key}' by {value}.",
+    ),
+    "link": (
+        "Set the {ref} of the {table} '{key}' to the {target} '{target_key}'.",
+        "Link {table} {key} to {target} {target_key} as its {ref}.",
+        "Make {target} '{target_key}' the {ref} of {table} '{key}'.",
+    ),
+    "create": (
+        "Create a new {table} '{key}' with {values}.",
+        "Add a {table} named {key} that has {values}.",
+        "Register the {table} '{key}': {values}.",
+    ),
+    "delete": ("Delete the {table} '{key}'.", "Remove {table} {key}.", "Get rid of the {table} record '{key}'."),
+    "transition": (
+        "Move the {table} '{key}' to {field} '{value}'.",
+        "Change the {field} of {table} {key} to {value}.",
+        "Put {table} '{key}' into the {value} {field}.",
+    ),
 }
 OP_WORDS = {"eq": "equal to", "lt": "less than", "gt": "greater than"}
 
@@ -114,8 +134,11 @@ class Context:
 
     def names(self, table: str, **fields: str) -> dict[str, str]:
         t = self.rt.tables[table]
-        return {"table": t.name, "keyfield": t.by_sym["f0"].name,
-                **{slot: t.by_sym[f].name for slot, f in fields.items()}}
+        return {
+            "table": t.name,
+            "keyfield": t.by_sym["f0"].name,
+            **{slot: t.by_sym[f].name for slot, f in fields.items()},
+        }
 
 
 def _skill_discover(tool: Tool, role: str) -> list[str]:
@@ -138,12 +161,18 @@ def _read_field(ctx: Context, rng: random.Random, t: str) -> Draft | None:
     r, w = rng.sample(ctx.rows[t], 2)
     get = ctx.tool("get", t)
     return Draft(
-        plan=ctx.discover(t, r) + [(get, {"id": r})], wrong_plan=ctx.discover(t, w) + [(get, {"id": w})],
+        plan=ctx.discover(t, r) + [(get, {"id": r})],
+        wrong_plan=ctx.discover(t, w) + [(get, {"id": w})],
         skill=[_skill_discover(ctx.discovery(t), "A"), ["get", "A", "id"], ["answer", "A", f.type]],
         instruction=_say(rng, "read_field", **ctx.names(t, field=f.sym), key=ctx.key(t, r)),
-        table=t, involved=1, id_depth=1,
-        answer=ctx.show(t, f.sym, ctx.s0[t][r][f.sym]), wrong_answer=ctx.show(t, f.sym, ctx.s0[t][w][f.sym]),
-        answer_type=ANSWER_TYPES[f.type], query={"kind": "field", "table": t, "key": ctx.key(t, r), "path": [f.sym]})
+        table=t,
+        involved=1,
+        id_depth=1,
+        answer=ctx.show(t, f.sym, ctx.s0[t][r][f.sym]),
+        wrong_answer=ctx.show(t, f.sym, ctx.s0[t][w][f.sym]),
+        answer_type=ANSWER_TYPES[f.type],
+        query={"kind": "field", "table": t, "key": ctx.key(t, r), "path": [f.sym]},
+    )
 
 
 def _read_hop(ctx: Context, rng: random.Random, t: str, ref: str) -> Draft | None:
@@ -163,11 +192,18 @@ def _read_hop(ctx: Context, rng: random.Random, t: str, ref: str) -> Draft | Non
 
     names = ctx.names(t, ref=ref) | {"target": ctx.rt.tables[u].name, "field": g.name}
     return Draft(
-        plan=plan(r), wrong_plan=plan(w),
+        plan=plan(r),
+        wrong_plan=plan(w),
         skill=[_skill_discover(ctx.discovery(t), "A"), ["get", "A", "id"], ["get", "B", "id"], ["answer", "B", g.type]],
-        instruction=_say(rng, "read_hop", **names, key=ctx.key(t, r)), table=t, involved=1, id_depth=2,
-        answer=answer(r), wrong_answer=answer(w), answer_type=ANSWER_TYPES[g.type],
-        query={"kind": "hop", "table": t, "key": ctx.key(t, r), "path": [ref, g.sym]})
+        instruction=_say(rng, "read_hop", **names, key=ctx.key(t, r)),
+        table=t,
+        involved=1,
+        id_depth=2,
+        answer=answer(r),
+        wrong_answer=answer(w),
+        answer_type=ANSWER_TYPES[g.type],
+        query={"kind": "hop", "table": t, "key": ctx.key(t, r), "path": [ref, g.sym]},
+    )
 
 
 def _find_by_value(ctx: Context, rng: random.Random, t: str) -> Draft | None:
@@ -185,10 +221,18 @@ def _find_by_value(ctx: Context, rng: random.Random, t: str) -> Draft | None:
 
     value = ctx.s0[t][r][f.sym]
     return Draft(
-        plan=plan(r), wrong_plan=plan(w), skill=[["filter", "A", f.type], ["get", "A", "id"], ["answer", "A", "key"]],
+        plan=plan(r),
+        wrong_plan=plan(w),
+        skill=[["filter", "A", f.type], ["get", "A", "id"], ["answer", "A", "key"]],
         instruction=_say(rng, "find_by_value", **ctx.names(t, field=f.sym), value=ctx.show(t, f.sym, value)),
-        table=t, involved=1, id_depth=1, answer=ctx.key(t, r), wrong_answer=ctx.key(t, w), answer_type="key",
-        query={"kind": "find", "table": t, "field": f.sym, "op": "eq", "value": value})
+        table=t,
+        involved=1,
+        id_depth=1,
+        answer=ctx.key(t, r),
+        wrong_answer=ctx.key(t, w),
+        answer_type="key",
+        query={"kind": "find", "table": t, "field": f.sym, "op": "eq", "value": value},
+    )
 
 
 def _count_filter(ctx: Context, rng: random.Random, t: str) -> Draft | None:
@@ -196,8 +240,11 @@ def _count_filter(ctx: Context, rng: random.Random, t: str) -> Draft | None:
     op = rng.choice(("eq", "lt", "gt")) if f.type == "int" else "eq"
     r, w = rng.sample(ctx.rows[t], 2)
     filt = ctx.tool("filter", t)
-    compare: Callable[[Any, Any], bool] = {"eq": lambda a, b: a == b, "lt": lambda a, b: a < b,
-                                           "gt": lambda a, b: a > b}[op]
+    compare: Callable[[Any, Any], bool] = {
+        "eq": lambda a, b: a == b,
+        "lt": lambda a, b: a < b,
+        "gt": lambda a, b: a > b,
+    }[op]
 
     def bind(i: int) -> tuple[list[Call], int]:
         value = ctx.s0[t][i][f.sym]
@@ -207,11 +254,20 @@ def _count_filter(ctx: Context, rng: random.Random, t: str) -> Draft | None:
     (plan, hits), (wrong, wrong_hits) = bind(r), bind(w)
     value = ctx.s0[t][r][f.sym]
     return Draft(
-        plan=plan, wrong_plan=wrong, skill=[["filter", "A", f"{f.type}:{op}"], ["answer", "A", "int"]],
-        instruction=_say(rng, "count_filter", **ctx.names(t, field=f.sym), op=OP_WORDS[op],
-                         value=ctx.show(t, f.sym, value)),
-        table=t, involved=hits, id_depth=0, answer=str(hits), wrong_answer=str(wrong_hits), answer_type="int",
-        query={"kind": "count", "table": t, "field": f.sym, "op": op, "value": value})
+        plan=plan,
+        wrong_plan=wrong,
+        skill=[["filter", "A", f"{f.type}:{op}"], ["answer", "A", "int"]],
+        instruction=_say(
+            rng, "count_filter", **ctx.names(t, field=f.sym), op=OP_WORDS[op], value=ctx.show(t, f.sym, value)
+        ),
+        table=t,
+        involved=hits,
+        id_depth=0,
+        answer=str(hits),
+        wrong_answer=str(wrong_hits),
+        answer_type="int",
+        query={"kind": "count", "table": t, "field": f.sym, "op": op, "value": value},
+    )
 
 
 class _Bound(NamedTuple):
@@ -246,12 +302,24 @@ def _aggregate(ctx: Context, rng: random.Random, t: str) -> Draft | None:
     else:
         instruction = _say(rng, "sum", **slots, total=total.name)
     return Draft(
-        plan=plan, wrong_plan=wrong,
+        plan=plan,
+        wrong_plan=wrong,
         skill=[["aggregate", "A", f"{g.type}:{'count' if total is None else 'sum'}"], ["answer", "A", "int"]],
-        instruction=instruction, table=t, involved=hits, id_depth=0,
-        answer=answer, wrong_answer=wrong_answer, answer_type="int",
-        query={"kind": "aggregate", "table": t, "field": g.sym, "value": value,
-               "total": None if total is None else total.sym})
+        instruction=instruction,
+        table=t,
+        involved=hits,
+        id_depth=0,
+        answer=answer,
+        wrong_answer=wrong_answer,
+        answer_type="int",
+        query={
+            "kind": "aggregate",
+            "table": t,
+            "field": g.sym,
+            "value": value,
+            "total": None if total is None else total.sym,
+        },
+    )
 
 
 def _write_field(ctx: Context, rng: random.Random, t: str, f: str, intent: str) -> Draft | None:
@@ -283,9 +351,14 @@ def _write_field(ctx: Context, rng: random.Random, t: str, f: str, intent: str) 
     skill = [_skill_discover(ctx.discovery(t), "A")] + ([["get", "A", "id"]] if needs_read else [])
     value = str(amount) if intent == "add_field" else ctx.show(t, f, amount)
     return Draft(
-        plan=plan(r), wrong_plan=plan(w), skill=skill + [["update", "A", field.type]],
+        plan=plan(r),
+        wrong_plan=plan(w),
+        skill=skill + [["update", "A", field.type]],
         instruction=_say(rng, intent, **ctx.names(t, field=f), key=ctx.key(t, r), value=value),
-        table=t, involved=1, id_depth=1)
+        table=t,
+        involved=1,
+        id_depth=1,
+    )
 
 
 def _link(ctx: Context, rng: random.Random, t: str, ref: str) -> Draft | None:
@@ -306,25 +379,36 @@ def _link(ctx: Context, rng: random.Random, t: str, ref: str) -> Draft | None:
 
     names = ctx.names(t, ref=ref) | {"target": ctx.rt.tables[u].name}
     return Draft(
-        plan=plan(a), wrong_plan=plan(w),
+        plan=plan(a),
+        wrong_plan=plan(w),
         skill=[_skill_discover(ctx.discovery(t), "A"), _skill_discover(ctx.discovery(u), "B"), ["link", "A", "ref"]],
         instruction=_say(rng, "link", **names, key=ctx.key(t, a), target_key=ctx.key(u, b)),
-        table=t, involved=1, id_depth=2)
+        table=t,
+        involved=1,
+        id_depth=2,
+    )
 
 
 def _create(ctx: Context, rng: random.Random, t: str) -> Draft | None:
     table = ctx.rt.tables[t]
     taken = set(ctx.keys)
     key, other = entity_name(rng, ctx.rt.spec["pool"], taken), entity_name(rng, ctx.rt.spec["pool"], taken)
-    values = {f.sym: rng.randint(*INT_RANGE) if f.type == "int" else rng.randrange(f.size)
-              for f in table.of_type("int", "enum")}
+    values = {
+        f.sym: rng.randint(*INT_RANGE) if f.type == "int" else rng.randrange(f.size)
+        for f in table.of_type("int", "enum")
+    }
     create = ctx.tool("create", t)
     shown = [f"{table.by_sym[f].name} {ctx.show(t, f, v)}" for f, v in values.items()]
     listing = shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + " and " + shown[-1]
     return Draft(
-        plan=[(create, {"key": key, **values})], wrong_plan=[(create, {"key": other, **values})],
+        plan=[(create, {"key": key, **values})],
+        wrong_plan=[(create, {"key": other, **values})],
         skill=[["create", "A", ",".join(table.by_sym[f].type for f in values)]],
-        instruction=_say(rng, "create", table=table.name, key=key, values=listing), table=t, involved=0, id_depth=0)
+        instruction=_say(rng, "create", table=table.name, key=key, values=listing),
+        table=t,
+        involved=0,
+        id_depth=0,
+    )
 
 
 def _delete(ctx: Context, rng: random.Random, t: str) -> Draft | None:
@@ -333,9 +417,14 @@ def _delete(ctx: Context, rng: random.Random, t: str) -> Draft | None:
     r, w = rng.sample(ctx.rows[t], 2)
     delete = ctx.tool("delete", t)
     return Draft(
-        plan=ctx.discover(t, r) + [(delete, {"id": r})], wrong_plan=ctx.discover(t, w) + [(delete, {"id": w})],
+        plan=ctx.discover(t, r) + [(delete, {"id": r})],
+        wrong_plan=ctx.discover(t, w) + [(delete, {"id": w})],
         skill=[_skill_discover(ctx.discovery(t), "A"), ["delete", "A", "id"]],
-        instruction=_say(rng, "delete", **ctx.names(t), key=ctx.key(t, r)), table=t, involved=1, id_depth=1)
+        instruction=_say(rng, "delete", **ctx.names(t), key=ctx.key(t, r)),
+        table=t,
+        involved=1,
+        id_depth=1,
+    )
 
 
 def _status_path(ctx: Context, start: int, size: int) -> dict[int, list[int]]:
@@ -371,10 +460,14 @@ def _transition(ctx: Context, rng: random.Random, t: str) -> Draft | None:
         return ctx.discover(t, i) + [(move, {"id": i, "to": s}) for s in paths[target]]
 
     return Draft(
-        plan=plan(r), wrong_plan=plan(w),
+        plan=plan(r),
+        wrong_plan=plan(w),
         skill=[_skill_discover(ctx.discovery(t), "A")] + [["transition", "A", "status"]] * len(paths[target]),
         instruction=_say(rng, "transition", **ctx.names(t, field=f.sym), key=ctx.key(t, r), value=f.words[target]),
-        table=t, involved=1, id_depth=1)
+        table=t,
+        involved=1,
+        id_depth=1,
+    )
 
 
 Builder = Callable[..., Draft | None]

@@ -109,8 +109,9 @@ class Goal:
         every episode of it parse the same text; a Goal is read, never modified)."""
         if isinstance(goal, str):
             return _goal_of_text(goal)
-        return cls(tuple(goal["checks"]), frozenset((t, k) for t, k in goal["footprint"]),
-                   goal["answer_type"], goal["query"])
+        return cls(
+            tuple(goal["checks"]), frozenset((t, k) for t, k in goal["footprint"]), goal["answer_type"], goal["query"]
+        )
 
 
 @functools.lru_cache(maxsize=16384)

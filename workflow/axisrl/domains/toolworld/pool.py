@@ -4,8 +4,8 @@ Training: ``n_worlds`` worlds x ``variants_per_world`` variants (variant 0 unedi
 ``contents_per_variant`` contents, plus ``reskins_per_world`` re-skinned copies of each world's
 first environment (raw duplicates that signature dedup must collapse).
 
-Placebo: ``placebo_contents`` fresh contents (``placebo_tasks_per_env`` tasks each) of the first training world's unedited variant,
-so many environments (distinct ``env_id``) under one signature: scaling them scales procedural
+Placebo: ``placebo_contents`` fresh contents (``placebo_tasks_per_env`` tasks each) of the first training world's
+unedited variant, so many environments (distinct ``env_id``) under one signature: scaling them scales procedural
 seeds, not environments (the placebo row of Table 7).
 
 Held-out, all from the ``heldout.seed`` stream: T0 = a training (world, variant) with new
@@ -88,28 +88,38 @@ class _Synthesizer:
         state = sample_state(structure, origin.content_seed, pool, self.rows)
         return build_spec(structure, state, pool, derive_seed(origin.world_seed, "skin"), self.cfg["max_steps"])
 
-    def emit(self, spec: Spec, origin: _Origin, edits: list[str], n_tasks: int, task_seed: int,
-             envs: list[dict[str, Any]], tasks: list[dict[str, Any]]) -> None:
+    def emit(
+        self,
+        spec: Spec,
+        origin: _Origin,
+        edits: list[str],
+        n_tasks: int,
+        task_seed: int,
+        envs: list[dict[str, Any]],
+        tasks: list[dict[str, Any]],
+    ) -> None:
         spec_json = canonical_json(spec)
         env = short_hash(spec_json)
         rt = compile_spec(spec)
-        envs.append({
-            "env_id": env,
-            "world_id": world_id(origin.world_seed),
-            "world_seed": origin.world_seed,
-            "variant_index": origin.variant_index,
-            "variant_seed": origin.variant_seed,
-            "content_seed": origin.content_seed,
-            "skin_index": origin.skin_index,
-            "split": origin.split,
-            "tier": origin.tier,
-            "n_tables": len(rt.tables),
-            "n_tools": len(rt.tools),
-            "n_rows": sum(len(rows) for rows in rt.initial.values()),
-            "edits": list(edits),
-            "vocabulary": rt.vocabulary(),
-            "spec": spec_json,
-        })
+        envs.append(
+            {
+                "env_id": env,
+                "world_id": world_id(origin.world_seed),
+                "world_seed": origin.world_seed,
+                "variant_index": origin.variant_index,
+                "variant_seed": origin.variant_seed,
+                "content_seed": origin.content_seed,
+                "skin_index": origin.skin_index,
+                "split": origin.split,
+                "tier": origin.tier,
+                "n_tables": len(rt.tables),
+                "n_tools": len(rt.tools),
+                "n_rows": sum(len(rows) for rows in rt.initial.values()),
+                "edits": list(edits),
+                "vocabulary": rt.vocabulary(),
+                "spec": spec_json,
+            }
+        )
         for task in generate_tasks(spec, env, n_tasks, task_seed):
             tasks.append({**task, "split": origin.split, "tier": origin.tier})
 
@@ -150,18 +160,30 @@ def generate_pool(cfg: Mapping[str, Any]) -> Pool:
 
     structure, _, _ = variants[(0, 0)]
     for c in range(cfg["placebo_contents"]):
-        origin = _Origin(derive_seed(root, "world", 0), 0, None, derive_seed(root, "placebo-content", c),
-                         split="placebo")
-        synth.emit(synth.spec(structure, origin, "train"), origin, [], cfg["placebo_tasks_per_env"],
-                   _task_seed(root, origin), pool.placebo_envs, pool.placebo_tasks)
+        origin = _Origin(
+            derive_seed(root, "world", 0), 0, None, derive_seed(root, "placebo-content", c), split="placebo"
+        )
+        synth.emit(
+            synth.spec(structure, origin, "train"),
+            origin,
+            [],
+            cfg["placebo_tasks_per_env"],
+            _task_seed(root, origin),
+            pool.placebo_envs,
+            pool.placebo_tasks,
+        )
 
     _heldout(cfg, synth, variants, train_sigs, pool)
     return pool
 
 
-def _heldout(cfg: Mapping[str, Any], synth: _Synthesizer,
-             variants: dict[tuple[int, int], tuple[Structure, list[str], int | None]],
-             train_sigs: list[dict[str, str]], pool: Pool) -> None:
+def _heldout(
+    cfg: Mapping[str, Any],
+    synth: _Synthesizer,
+    variants: dict[tuple[int, int], tuple[Structure, list[str], int | None]],
+    train_sigs: list[dict[str, str]],
+    pool: Pool,
+) -> None:
     held = cfg["heldout"]
     hs, n_tasks = held["seed"], held["tasks_per_env"]
     n_worlds, n_variants = cfg["n_worlds"], cfg["variants_per_world"]
@@ -184,8 +206,14 @@ def _heldout(cfg: Mapping[str, Any], synth: _Synthesizer,
         for attempt in range(T1_ATTEMPTS):
             variant_seed = derive_seed(hs, "t1-variant", i, attempt)
             structure, edits = sample_variant(synth.world(world_seeds[w]), variant_seed)
-            origin = _Origin(world_seeds[w], n_variants + i, variant_seed, derive_seed(hs, "t1-content", i),
-                             split="heldout", tier="T1")
+            origin = _Origin(
+                world_seeds[w],
+                n_variants + i,
+                variant_seed,
+                derive_seed(hs, "t1-content", i),
+                split="heldout",
+                tier="T1",
+            )
             spec = synth.spec(structure, origin, "train")
             sig = signatures(spec)
             if tuple(sig[k] for k in SIGNATURE_AXES) not in seen:
@@ -202,7 +230,8 @@ def _heldout(cfg: Mapping[str, Any], synth: _Synthesizer,
             raise ValueError(
                 f"T2: no held-out world {i} whose variants avoid every training sig_api, sig_schema and sig_sem "
                 f"in {T2_WORLD_ATTEMPTS} attempts; the training pool may cover this config's structure space "
-                "(raise tables.max or lower n_worlds / variants_per_world)")
+                "(raise tables.max or lower n_worlds / variants_per_world)"
+            )
         for spec, origin, edits in accepted:
             synth.emit(spec, origin, edits, n_tasks, _task_seed(hs, origin), out_envs, out_tasks)
             shared = train_words.intersection(out_envs[-1]["vocabulary"])
@@ -210,8 +239,9 @@ def _heldout(cfg: Mapping[str, Any], synth: _Synthesizer,
                 raise ValueError(f"T2 world {i} shares vocabulary with training: {sorted(shared)[:5]}")
 
 
-def _t2_world(cfg: Mapping[str, Any], synth: _Synthesizer, i: int,
-              taken: dict[str, set[str]]) -> list[tuple[Spec, _Origin, list[str]]] | None:
+def _t2_world(
+    cfg: Mapping[str, Any], synth: _Synthesizer, i: int, taken: dict[str, set[str]]
+) -> list[tuple[Spec, _Origin, list[str]]] | None:
     """One held-out world's environments, or None if every attempt collides with training."""
     hs = cfg["heldout"]["seed"]
 
@@ -227,8 +257,9 @@ def _t2_world(cfg: Mapping[str, Any], synth: _Synthesizer, i: int,
             for variant_attempt in range(T2_VARIANT_ATTEMPTS if v else 1):
                 variant_seed = None if v == 0 else derive_seed(hs, "t2-variant", i, attempt, v, variant_attempt)
                 structure, edits = sample_variant(base, variant_seed)
-                origin = _Origin(world_seed, v, variant_seed, derive_seed(hs, "t2-content", i, v),
-                                 split="heldout", tier="T2")
+                origin = _Origin(
+                    world_seed, v, variant_seed, derive_seed(hs, "t2-content", i, v), split="heldout", tier="T2"
+                )
                 spec = synth.spec(structure, origin, "heldout")
                 if fresh(spec):
                     accepted.append((spec, origin, edits))

@@ -16,9 +16,11 @@ from axisrl.domains.toolworld.model import FINISH, OPS, Field, Param, Tool
 from axisrl.domains.toolworld.runtime import Runtime, compile_spec
 from axisrl.domains.toolworld.world import Spec
 
-POLICY = ("Policy: ids are never given in requests; find them with the tools. Change only what the request "
-          "asks for and leave every other record as it is. If the request is a question, call "
-          f"{FINISH} with the answer (just the value); otherwise call {FINISH} when the change is done.")
+POLICY = (
+    "Policy: ids are never given in requests; find them with the tools. Change only what the request "
+    "asks for and leave every other record as it is. If the request is a question, call "
+    f"{FINISH} with the answer (just the value); otherwise call {FINISH} when the change is done."
+)
 
 PURPOSE = {
     "lookup": "Find the id of the {table} with the given {key}.",
@@ -48,8 +50,11 @@ def _id_pattern(rt: Runtime, table: str) -> str:
 def _param_schema(rt: Runtime, tool: Tool, p: Param) -> dict[str, Any]:
     table = rt.tables[tool.table]
     if p.kind == "id":
-        return {"type": "string", "pattern": _id_pattern(rt, p.table),
-                "description": f"id of a {rt.tables[p.table].name}, e.g. {rt.render_id(p.table, 7)}"}
+        return {
+            "type": "string",
+            "pattern": _id_pattern(rt, p.table),
+            "description": f"id of a {rt.tables[p.table].name}, e.g. {rt.render_id(p.table, 7)}",
+        }
     if p.kind == "key":
         return {"type": "string", "description": f"the {p.name} of the {table.name}"}
     if p.kind == "int":
@@ -67,23 +72,29 @@ def _describe_tool(rt: Runtime, tool: Tool) -> str:
     table = rt.tables[tool.table]
     if tool.prim == "update":
         fields = [f.name for f in table.of_type("int", "enum") if tool.field in (None, f.sym)]
-        how = ("adds the given amount to integer fields and sets the others" if rt.update_mode == "increment"
-               else "sets the given fields")
+        how = (
+            "adds the given amount to integer fields and sets the others"
+            if rt.update_mode == "increment"
+            else "sets the given fields"
+        )
         return f"Update a {table.name} ({', '.join(fields)}): {how}."
     field = table.by_sym.get(tool.field or rt.status_field)
     target = rt.tables[field.target].name if field and field.target else ""
-    text = PURPOSE[tool.prim].format(table=table.name, key=table.by_sym["f0"].name, field=field and field.name,
-                                     target=target)
+    text = PURPOSE[tool.prim].format(
+        table=table.name, key=table.by_sym["f0"].name, field=field and field.name, target=target
+    )
     if tool.prim == "delete":
         if rt.soft_delete:
             text += f" (Archives it: sets {table.by_sym[table.flag].name} to true; archived records are hidden.)"
         elif rt.referrers[tool.table]:
-            text += (" Records that refer to it are deleted too." if rt.cascade
-                     else " References to it are cleared.")
+            text += " Records that refer to it are deleted too." if rt.cascade else " References to it are cleared."
     if tool.prim == "transition":
         words = field.words
-        text += (" Allowed changes: " + ", ".join(f"{words[a]} -> {words[b]}" for a, b in sorted(rt.edges)) + "."
-                 if rt.guard else " Any value may be set.")
+        text += (
+            " Allowed changes: " + ", ".join(f"{words[a]} -> {words[b]}" for a, b in sorted(rt.edges)) + "."
+            if rt.guard
+            else " Any value may be set."
+        )
     return text
 
 
@@ -92,18 +103,36 @@ def tool_schemas(spec: Spec) -> list[dict[str, Any]]:
     rt = compile_spec(spec)
     tools = []
     for tool in rt.tools:
-        tools.append({"type": "function", "function": {
-            "name": tool.name,
-            "description": _describe_tool(rt, tool),
-            "parameters": {"type": "object",
-                           "properties": {p.name: _param_schema(rt, tool, p) for p in tool.params},
-                           "required": [p.name for p in tool.params if p.required],
-                           "additionalProperties": False}}})
-    tools.append({"type": "function", "function": {
-        "name": FINISH,
-        "description": "End the episode. Give the answer if the request asked a question.",
-        "parameters": {"type": "object", "properties": {"answer": {"type": "string"}}, "required": [],
-                       "additionalProperties": False}}})
+        tools.append(
+            {
+                "type": "function",
+                "function": {
+                    "name": tool.name,
+                    "description": _describe_tool(rt, tool),
+                    "parameters": {
+                        "type": "object",
+                        "properties": {p.name: _param_schema(rt, tool, p) for p in tool.params},
+                        "required": [p.name for p in tool.params if p.required],
+                        "additionalProperties": False,
+                    },
+                },
+            }
+        )
+    tools.append(
+        {
+            "type": "function",
+            "function": {
+                "name": FINISH,
+                "description": "End the episode. Give the answer if the request asked a question.",
+                "parameters": {
+                    "type": "object",
+                    "properties": {"answer": {"type": "string"}},
+                    "required": [],
+                    "additionalProperties": False,
+                },
+            },
+        }
+    )
     return tools
 
 
@@ -122,11 +151,16 @@ def _describe_field(rt: Runtime, f: Field) -> str:
 def render_chat(spec: Spec, task: Mapping[str, Any]) -> dict[str, Any]:
     """``{"messages": [system, user], "tools": [...]}`` for one task."""
     rt = compile_spec(spec)
-    lines = [(f"You operate a records system with {len(rt.tables)} tables. Every record is identified by its "
-              f"{rt.id_name} (e.g. {rt.render_id(next(iter(rt.tables)), 7)}).")]
+    lines = [
+        (
+            f"You operate a records system with {len(rt.tables)} tables. Every record is identified by its "
+            f"{rt.id_name} (e.g. {rt.render_id(next(iter(rt.tables)), 7)})."
+        )
+    ]
     for table in rt.tables.values():
         lines.append(f"- {table.name}: " + "; ".join(_describe_field(rt, f) for f in table.fields))
     lines.append(POLICY)
-    return {"messages": [{"role": "system", "content": "\n".join(lines)},
-                         {"role": "user", "content": task["instruction"]}],
-            "tools": tool_schemas(spec)}
+    return {
+        "messages": [{"role": "system", "content": "\n".join(lines)}, {"role": "user", "content": task["instruction"]}],
+        "tools": tool_schemas(spec),
+    }

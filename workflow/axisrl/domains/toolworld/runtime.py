@@ -52,11 +52,19 @@ class Runtime:
         for t in spec["tables"]:
             sym = t["sym"]
             fields = tuple(
-                Field(f["sym"], f["type"], lex[f"{sym}.{f['sym']}"], f.get("size", 0), f.get("target"),
-                      tuple(lex[f"{sym}.{f['sym']}.v{k}"] for k in range(f.get("size", 0))))
-                for f in t["fields"])
-            self.tables[sym] = Table(sym, lex[sym], fields, {f.sym: f for f in fields},
-                                     fmt["prefix"][sym] + fmt["separator"], digits)
+                Field(
+                    f["sym"],
+                    f["type"],
+                    lex[f"{sym}.{f['sym']}"],
+                    f.get("size", 0),
+                    f.get("target"),
+                    tuple(lex[f"{sym}.{f['sym']}.v{k}"] for k in range(f.get("size", 0))),
+                )
+                for f in t["fields"]
+            )
+            self.tables[sym] = Table(
+                sym, lex[sym], fields, {f.sym: f for f in fields}, fmt["prefix"][sym] + fmt["separator"], digits
+            )
         machine = spec["machine"]
         self.machine_table: str = machine["table"]
         self.status_field: str = machine["field"]
@@ -94,19 +102,31 @@ class Runtime:
         elif prim == "list":
             params = ()
         elif prim == "filter":
-            params = (Param("field", lex["param:field"], "sel", True,
-                            choices=tuple(f.sym for f in table.of_type("int", "enum", "status"))),
-                      Param("op", lex["param:op"], "op", True, choices=OPS),
-                      Param("value", lex["param:value"], "val", True))
+            params = (
+                Param(
+                    "field",
+                    lex["param:field"],
+                    "sel",
+                    True,
+                    choices=tuple(f.sym for f in table.of_type("int", "enum", "status")),
+                ),
+                Param("op", lex["param:op"], "op", True, choices=OPS),
+                Param("value", lex["param:value"], "val", True),
+            )
         elif prim == "aggregate":
-            params = (Param("field", lex["param:field"], "sel", True,
-                            choices=tuple(f.sym for f in table.of_type("int", "enum", "status"))),
-                      Param("value", lex["param:value"], "val", True),
-                      Param("total", lex["param:total"], "sel", False,
-                            choices=tuple(f.sym for f in table.of_type("int"))))
+            params = (
+                Param(
+                    "field",
+                    lex["param:field"],
+                    "sel",
+                    True,
+                    choices=tuple(f.sym for f in table.of_type("int", "enum", "status")),
+                ),
+                Param("value", lex["param:value"], "val", True),
+                Param("total", lex["param:total"], "sel", False, choices=tuple(f.sym for f in table.of_type("int"))),
+            )
         elif prim == "create":
-            params = (Param("key", table.by_sym["f0"].name, "key", True),
-                      *(value_param(f, True) for f in value_fields))
+            params = (Param("key", table.by_sym["f0"].name, "key", True), *(value_param(f, True) for f in value_fields))
         elif prim == "update" and tool["field"] is None:
             params = (ident, *(value_param(f, False) for f in value_fields))
         elif prim == "update":
@@ -158,7 +178,7 @@ class Runtime:
         if not text.startswith(t.prefix):
             return None
         try:
-            ident = int(text[len(t.prefix):], self.radix)
+            ident = int(text[len(t.prefix) :], self.radix)
         except ValueError:
             return None
         return ident if ident >= 0 and self.render_id(table, ident) == text else None
@@ -252,9 +272,12 @@ class Runtime:
         for p in tool.params:
             if p.kind == "val":
                 selected = table.by_sym[args["field"]]
-                args[p.sym] = self._decode_value(tool, table, Param(p.sym, p.name, "int" if selected.type == "int"
-                                                                    else "enum", True, field=selected.sym),
-                                                 arguments[p.name])
+                args[p.sym] = self._decode_value(
+                    tool,
+                    table,
+                    Param(p.sym, p.name, "int" if selected.type == "int" else "enum", True, field=selected.sym),
+                    arguments[p.name],
+                )
         return tool, args
 
     def _decode_value(self, tool: Tool, table: Table, p: Param, value: Any) -> Any:
@@ -443,8 +466,9 @@ class Runtime:
                     changed.add((t, row["f0"]))
         return changed
 
-    def check(self, goal: Goal, expected_answer: str | None, initial: State, final: State,
-              answer: Any) -> tuple[int, int]:
+    def check(
+        self, goal: Goal, expected_answer: str | None, initial: State, final: State, answer: Any
+    ) -> tuple[int, int]:
         """(subgoals met, subgoals total): every check, the collateral check if on, the answer."""
         met = 0
         for c in goal.checks:

@@ -25,8 +25,18 @@ from axisrl.domains.toolworld.model import CallError, Field, Param, State, Table
 from axisrl.domains.toolworld.runtime import Runtime, compile_spec
 from axisrl.domains.toolworld.world import Spec
 
-RETURNS = {"lookup": "id", "get": "row", "list": "list", "filter": "ids", "aggregate": "agg", "create": "id",
-           "update": "row", "delete": "ack", "link": "row", "transition": "row"}
+RETURNS = {
+    "lookup": "id",
+    "get": "row",
+    "list": "list",
+    "filter": "ids",
+    "aggregate": "agg",
+    "create": "id",
+    "update": "row",
+    "delete": "ack",
+    "link": "row",
+    "transition": "row",
+}
 WL_ROUNDS = 2
 PROBE_ROWS = 3
 
@@ -83,29 +93,43 @@ def canonical_roles(rt: Runtime) -> Roles:
         tools_by_table[tool.table].append(tool)
 
     def touches(table: Table, field: Field) -> list[str]:
-        return sorted(tool.prim for tool in tools_by_table[table.sym] if tool.field == field.sym
-                      or (tool.prim == "transition" and field.type == "status"))
+        return sorted(
+            tool.prim
+            for tool in tools_by_table[table.sym]
+            if tool.field == field.sym or (tool.prim == "transition" and field.type == "status")
+        )
 
     def local_label(table: Table) -> str:
         fields = sorted([f.type, touches(table, f)] for f in table.fields)
-        tools = sorted([tool.prim, tool.field is None, [p.kind + ("" if p.required else "?") for p in tool.params]]
-                       for tool in tools_by_table[table.sym])
+        tools = sorted(
+            [tool.prim, tool.field is None, [p.kind + ("" if p.required else "?") for p in tool.params]]
+            for tool in tools_by_table[table.sym]
+        )
         return short_hash([fields, tools, table.sym == rt.machine_table])
 
     labels = {t: local_label(table) for t, table in rt.tables.items()}
     for _ in range(WL_ROUNDS):
-        labels = {t: short_hash([labels[t], sorted(labels[f.target] for f in table.of_type("ref")),
-                                 sorted(labels[s] for s, _ in rt.referrers[t])])
-                  for t, table in rt.tables.items()}
+        labels = {
+            t: short_hash(
+                [
+                    labels[t],
+                    sorted(labels[f.target] for f in table.of_type("ref")),
+                    sorted(labels[s] for s, _ in rt.referrers[t]),
+                ]
+            )
+            for t, table in rt.tables.items()
+        }
     position = {t: k for k, t in enumerate(rt.tables)}
     tables = tuple(sorted(rt.tables, key=lambda t: (labels[t], position[t])))
 
     fields = {}
     for t, table in rt.tables.items():
+
         def key(item: tuple[int, Field], table: Table = table) -> tuple:
             k, f = item
             target = tables.index(f.target) if f.target else -1
             return (f.type != "key", f.type, target, touches(table, f), k)
+
         fields[t] = tuple(f.sym for _, f in sorted(enumerate(table.fields), key=key))
     return Roles(tables, fields, _status_labels(rt))
 
@@ -122,12 +146,22 @@ def _schema(rt: Runtime, roles: Roles) -> dict[str, Any]:
     tables = []
     for t in roles.tables:
         table = rt.tables[t]
-        tables.append([[_field_type(f), roles.table(f.target) if f.target else None]
-                       for f in (table.by_sym[s] for s in roles.fields[t])])
+        tables.append(
+            [
+                [_field_type(f), roles.table(f.target) if f.target else None]
+                for f in (table.by_sym[s] for s in roles.fields[t])
+            ]
+        )
     label = {s: k for k, s in enumerate(roles.status_labels)}
-    return {"tables": tables, "machine": {
-        "table": roles.table(rt.machine_table), "field": roles.field(rt.machine_table, rt.status_field),
-        "size": len(roles.status_labels), "edges": sorted([label[a], label[b]] for a, b in rt.edges)}}
+    return {
+        "tables": tables,
+        "machine": {
+            "table": roles.table(rt.machine_table),
+            "field": roles.field(rt.machine_table, rt.status_field),
+            "size": len(roles.status_labels),
+            "edges": sorted([label[a], label[b]] for a, b in rt.edges),
+        },
+    }
 
 
 # ------------------------------------------------------------------------------------- probe
@@ -177,8 +211,9 @@ def _probe_calls(rt: Runtime, roles: Roles, tool: Tool, state: State) -> list[di
     if tool.prim == "aggregate":
         where = [f for f in ordered if f.type in ("int", "enum", "status")]
         calls = [{"field": f.sym, "value": row[f.sym]} for f in where]
-        calls += [{"field": where[0].sym, "value": row[where[0].sym], "total": f.sym}
-                  for f in ordered if f.type == "int"]
+        calls += [
+            {"field": where[0].sym, "value": row[where[0].sym], "total": f.sym} for f in ordered if f.type == "int"
+        ]
         return calls
     if tool.prim == "create":
         values = {f.sym: 7 if f.type == "int" else 0 for f in ordered if f.type in ("int", "enum")}
@@ -204,8 +239,9 @@ def _canon_row(rt: Runtime, roles: Roles, table: str, row: dict[str, Any] | None
     if row is None:
         return None
     label = {s: k for k, s in enumerate(roles.status_labels)}
-    return [label[row[s]] if s == rt.status_field and table == rt.machine_table else row[s]
-            for s in roles.fields[table]]
+    return [
+        label[row[s]] if s == rt.status_field and table == rt.machine_table else row[s] for s in roles.fields[table]
+    ]
 
 
 def _canon_result(rt: Runtime, roles: Roles, result: tuple) -> list[Any]:
@@ -223,13 +259,13 @@ def _diff(rt: Runtime, roles: Roles, before: State, after: State) -> list[Any]:
         old, new = before[t], after[t]
         for i in sorted(set(old) | set(new)):
             if old.get(i) != new.get(i):
-                out.append([roles.table(t), i, _canon_row(rt, roles, t, old.get(i)),
-                            _canon_row(rt, roles, t, new.get(i))])
+                out.append(
+                    [roles.table(t), i, _canon_row(rt, roles, t, old.get(i)), _canon_row(rt, roles, t, new.get(i))]
+                )
     return out
 
 
-def _behaviour(roles: Roles, tool: Tool, calls: list[dict[str, Any]],
-               steps: list[tuple[list[Any], list[Any]]]) -> str:
+def _behaviour(roles: Roles, tool: Tool, calls: list[dict[str, Any]], steps: list[tuple[list[Any], list[Any]]]) -> str:
     """A coarse behaviour class of one tool from its probe steps (for transition_tokens)."""
     if not tool.writes:
         return "read"
@@ -258,9 +294,13 @@ def probe(rt: Runtime, roles: Roles) -> tuple[list[Any], dict[str, str]]:
     Returns the name-free trace and a behaviour class per tool (keyed by tool symbol).
     """
     state = _probe_state(rt, roles)
-    order = sorted(rt.tools, key=lambda tool: (
-        [tool.prim, roles.table(tool.table), sorted(_param_type(rt, roles, tool, p) for p in tool.params)],
-        roles.field(tool.table, tool.field) if tool.field else ""))
+    order = sorted(
+        rt.tools,
+        key=lambda tool: (
+            [tool.prim, roles.table(tool.table), sorted(_param_type(rt, roles, tool, p) for p in tool.params)],
+            roles.field(tool.table, tool.field) if tool.field else "",
+        ),
+    )
     trace: list[Any] = []
     classes: dict[str, str] = {}
     for tool in order:
@@ -330,6 +370,7 @@ def transition_tokens(spec: Spec) -> frozenset[str]:
     roles = canonical_roles(rt)
     _, classes = probe(rt, roles)
     tokens = {f"declared/{name}={value}" for name, value in sorted(spec["semantics"].items())}
-    tokens.update(f"{rt.tool_by_sym[sym].prim}/{roles.table(rt.tool_by_sym[sym].table)}:{cls}"
-                  for sym, cls in classes.items())
+    tokens.update(
+        f"{rt.tool_by_sym[sym].prim}/{roles.table(rt.tool_by_sym[sym].table)}:{cls}" for sym, cls in classes.items()
+    )
     return frozenset(tokens)

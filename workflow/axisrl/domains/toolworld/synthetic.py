@@ -45,8 +45,22 @@ from axisrl.domains.toolworld.world import Spec, build_spec, sample_state, sampl
 from axisrl.synthesis import METHODS as FAMILIES
 from axisrl.synthesis import MethodFamily
 
-TASK_KEYS = ("task_id", "env_id", "skeleton", "skill_sig", "verifier_sig", "instruction", "reference", "goal",
-             "answer", "n_steps", "n_distractors", "id_depth", "split", "tier")
+TASK_KEYS = (
+    "task_id",
+    "env_id",
+    "skeleton",
+    "skill_sig",
+    "verifier_sig",
+    "instruction",
+    "reference",
+    "goal",
+    "answer",
+    "n_steps",
+    "n_distractors",
+    "id_depth",
+    "split",
+    "tier",
+)
 """The columns pool.py writes for real task rows (a copied real row may carry more, e.g. its
 ``source``); synthetic rows add ``source`` and ``defect``."""
 SPLIT = "synthetic"
@@ -80,24 +94,41 @@ def _method(name: str, kind: str, **fidelity: Any) -> Method:
     return Method(FAMILIES[name], kind, MappingProxyType(fidelity))
 
 
-METHODS: dict[str, Method] = {m.name: m for m in (
-    _method("awm", "env", description_mismatch=0.15, unverifiable_goal=0.10),
-    _method("genenv", "env", description_mismatch=0.25, unverifiable_goal=0.15),
-    _method("dreamgym", "simulator", transition_error=0.15, reward_error=0.10),
-    _method("autoplay", "task", unsolvable=0.10, mislabelled=0.10, near_duplicate=0.30, filter="executes",
-            filter_recall=1.0),
-    _method("sca", "task", unsolvable=0.20, mislabelled=0.20, near_duplicate=0.10, filter="solution_and_failures",
-            filter_recall=0.8),
-    _method("rlve", "task", unsolvable=0.20, mislabelled=0.05, near_duplicate=0.15, filter="executes",
-            filter_recall=1.0),
-    _method("swirl", "trajectory", step_error=0.15, judge_recall=0.6),
-)}
+METHODS: dict[str, Method] = {
+    m.name: m
+    for m in (
+        _method("awm", "env", description_mismatch=0.15, unverifiable_goal=0.10),
+        _method("genenv", "env", description_mismatch=0.25, unverifiable_goal=0.15),
+        _method("dreamgym", "simulator", transition_error=0.15, reward_error=0.10),
+        _method(
+            "autoplay",
+            "task",
+            unsolvable=0.10,
+            mislabelled=0.10,
+            near_duplicate=0.30,
+            filter="executes",
+            filter_recall=1.0,
+        ),
+        _method(
+            "sca",
+            "task",
+            unsolvable=0.20,
+            mislabelled=0.20,
+            near_duplicate=0.10,
+            filter="solution_and_failures",
+            filter_recall=0.8,
+        ),
+        _method(
+            "rlve", "task", unsolvable=0.20, mislabelled=0.05, near_duplicate=0.15, filter="executes", filter_recall=1.0
+        ),
+        _method("swirl", "trajectory", step_error=0.15, judge_recall=0.6),
+    )
+}
 """The method families and their default fidelity models (the config's ``sources.methods``
 mirrors these defaults)."""
 
 
-def method_fidelity(name: str, overrides: Mapping[str, Any] | None = None,
-                    common_core: bool = False) -> dict[str, Any]:
+def method_fidelity(name: str, overrides: Mapping[str, Any] | None = None, common_core: bool = False) -> dict[str, Any]:
     """The method's fidelity dict: defaults, then ``overrides`` (a ``unit_cost`` among them is
     pricing's and is ignored), then the common core's filter if asked. Unknown names and
     out-of-range values raise, so a config typo cannot silently fall back to a default."""
@@ -136,8 +167,9 @@ class SyntheticPool:
     stats: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
-def generate_synthetic(envs: list[dict[str, Any]], tasks: list[dict[str, Any]],
-                       cfg: Mapping[str, Any]) -> SyntheticPool:
+def generate_synthetic(
+    envs: list[dict[str, Any]], tasks: list[dict[str, Any]], cfg: Mapping[str, Any]
+) -> SyntheticPool:
     """Synthetic rows of every method in ``cfg["methods"]`` (``{name: fidelity overrides}``) from
     the real training pool rows ``envs`` and ``tasks``.
 
@@ -152,7 +184,7 @@ def generate_synthetic(envs: list[dict[str, Any]], tasks: list[dict[str, Any]],
     fidelity = {name: method_fidelity(name, overrides, core) for name, overrides in cfg["methods"].items()}
     out = SyntheticPool()
     real_specs = {env["env_id"]: _spec(env) for env in envs}
-    targets = envs[:cfg["task_envs"]]
+    targets = envs[: cfg["task_envs"]]
     real_tasks: dict[str, list[dict[str, Any]]] = {}
     for task in tasks:
         real_tasks.setdefault(task["env_id"], []).append(task)
@@ -160,13 +192,15 @@ def generate_synthetic(envs: list[dict[str, Any]], tasks: list[dict[str, Any]],
         kind = METHODS[name].kind
         if kind == "env":
             n_tasks = cfg.get("env_tasks", cfg["tasks_per_env"])
-            out.stats[name] = _env_method(name, fid, core, seed, cfg["envs"], n_tasks,
-                                          _world_shape(real_specs.values()), out)
+            out.stats[name] = _env_method(
+                name, fid, core, seed, cfg["envs"], n_tasks, _world_shape(real_specs.values()), out
+            )
         elif kind == "task":
             out.stats[name] = _task_method(name, fid, seed, cfg["tasks_per_env"], targets, real_specs, real_tasks, out)
         elif kind == "trajectory":
-            out.stats[name] = _trajectory_method(name, fid, seed, cfg["trajectories_per_task"], targets, real_specs,
-                                                 real_tasks, out)
+            out.stats[name] = _trajectory_method(
+                name, fid, seed, cfg["trajectories_per_task"], targets, real_specs, real_tasks, out
+            )
     return out
 
 
@@ -174,10 +208,16 @@ def _spec(env: Mapping[str, Any]) -> Spec:
     return json.loads(env["spec"]) if isinstance(env["spec"], str) else env["spec"]
 
 
-def _stats(method: str, drafts: int, kept: int, injected: Mapping[str, int],
-           defects: Mapping[str, int]) -> dict[str, Any]:
-    return {"unit": METHODS[method].unit, "drafts": drafts, "kept": kept,
-            **{f"injected_{d}": n for d, n in injected.items()}, **{f"defect_{d}": n for d, n in defects.items()}}
+def _stats(
+    method: str, drafts: int, kept: int, injected: Mapping[str, int], defects: Mapping[str, int]
+) -> dict[str, Any]:
+    return {
+        "unit": METHODS[method].unit,
+        "drafts": drafts,
+        "kept": kept,
+        **{f"injected_{d}": n for d, n in injected.items()},
+        **{f"defect_{d}": n for d, n in defects.items()},
+    }
 
 
 # ------------------------------------------------------------------------------------- verifying
@@ -222,14 +262,18 @@ def _filter_passes(spec: Spec, task: Mapping[str, Any], name: str) -> bool:
 # ------------------------------------------------------------------------------------- drafting
 
 
-def _fresh_tasks(spec: Spec, env_id: str, batch: int, seed: int, exclude: set[tuple[str, str]]
-                 ) -> Iterator[dict[str, Any]]:
+def _fresh_tasks(
+    spec: Spec, env_id: str, batch: int, seed: int, exclude: set[tuple[str, str]]
+) -> Iterator[dict[str, Any]]:
     """New tasks for one environment: ``generate_tasks`` rounds on fresh seeds, skipping any task
     (reference and goal) seen before or in ``exclude``; exhausted after a round brings nothing new."""
     seen = set(exclude)
     for round_index in range(DRAFT_ROUNDS):
-        fresh = [t for t in generate_tasks(spec, env_id, batch, derive_seed(seed, round_index))
-                 if (t["reference"], t["goal"]) not in seen]
+        fresh = [
+            t
+            for t in generate_tasks(spec, env_id, batch, derive_seed(seed, round_index))
+            if (t["reference"], t["goal"]) not in seen
+        ]
         if not fresh:
             return
         seen.update((t["reference"], t["goal"]) for t in fresh)
@@ -240,8 +284,9 @@ def _row(task: Mapping[str, Any], method: str, defect: str | None) -> dict[str, 
     """A synthetic task row: the real columns, a synthetic id, source and defect. The id hashes a
     tagged list, never the plain string real ids hash, so the two cannot collide."""
     row = {key: task.get(key) for key in TASK_KEYS} | {"split": SPLIT, "tier": None}
-    row["task_id"] = short_hash(["toolworld-synthetic-task", method, row["env_id"], row["instruction"],
-                                 row["reference"], row["goal"]])
+    row["task_id"] = short_hash(
+        ["toolworld-synthetic-task", method, row["env_id"], row["instruction"], row["reference"], row["goal"]]
+    )
     return {**row, "source": method, "defect": defect}
 
 
@@ -274,8 +319,16 @@ def _world_shape(specs: Iterable[Spec]) -> WorldShape:
     return WorldShape((min(tables), max(tables)), (min(rows), max(rows)), max(steps))
 
 
-def _env_method(method: str, fid: Mapping[str, Any], core: bool, seed: int, n_envs: int, n_tasks: int,
-                shape: WorldShape, out: SyntheticPool) -> dict[str, Any]:
+def _env_method(
+    method: str,
+    fid: Mapping[str, Any],
+    core: bool,
+    seed: int,
+    n_envs: int,
+    n_tasks: int,
+    shape: WorldShape,
+    out: SyntheticPool,
+) -> dict[str, Any]:
     """New worlds (one unedited variant and one content each) with their tasks. World seeds
     ``derive_seed(seed, "synthetic", method, i)`` never coincide with real or held-out ones."""
     tables, rows, max_steps = shape
@@ -287,8 +340,13 @@ def _env_method(method: str, fid: Mapping[str, Any], core: bool, seed: int, n_en
         rng = random.Random(derive_seed(world_seed, "fidelity"))
         structure, _ = sample_variant(sample_world(world_seed, tables), None)
         content_seed = derive_seed(world_seed, "content")
-        spec = build_spec(structure, sample_state(structure, content_seed, "train", rows), "train",
-                          derive_seed(world_seed, "skin"), max_steps)
+        spec = build_spec(
+            structure,
+            sample_state(structure, content_seed, "train", rows),
+            "train",
+            derive_seed(world_seed, "skin"),
+            max_steps,
+        )
         documented, actual, defect = spec, spec, None
         if rng.random() < fid["description_mismatch"]:
             confused = mismatch(spec, rng)
@@ -297,12 +355,27 @@ def _env_method(method: str, fid: Mapping[str, Any], core: bool, seed: int, n_en
         spec_json = canonical_json(documented)
         rt = compile_spec(documented)
         env = short_hash(spec_json)
-        out.envs.append({
-            "env_id": env, "world_id": world_id(world_seed), "world_seed": world_seed, "variant_index": 0,
-            "variant_seed": None, "content_seed": content_seed, "skin_index": 0, "split": SPLIT, "tier": None,
-            "n_tables": len(rt.tables), "n_tools": len(rt.tools),
-            "n_rows": sum(len(r) for r in rt.initial.values()), "edits": [], "vocabulary": rt.vocabulary(),
-            "spec": spec_json, "source": method, "defect": defect})
+        out.envs.append(
+            {
+                "env_id": env,
+                "world_id": world_id(world_seed),
+                "world_seed": world_seed,
+                "variant_index": 0,
+                "variant_seed": None,
+                "content_seed": content_seed,
+                "skin_index": 0,
+                "split": SPLIT,
+                "tier": None,
+                "n_tables": len(rt.tables),
+                "n_tools": len(rt.tools),
+                "n_rows": sum(len(r) for r in rt.initial.values()),
+                "edits": [],
+                "vocabulary": rt.vocabulary(),
+                "spec": spec_json,
+                "source": method,
+                "defect": defect,
+            }
+        )
         if defect:
             injected[defect] += 1
             kept_defects[defect] += 1
@@ -316,8 +389,9 @@ def _env_method(method: str, fid: Mapping[str, Any], core: bool, seed: int, n_en
             if rng.random() < fid["unverifiable_goal"]:
                 task_defect = "unverifiable_goal"
                 injected[task_defect] += 1
-                task = _with_goal(task, unreachable_goal(compile_spec(actual), json.loads(task["goal"]), rng),
-                                  task["answer"])
+                task = _with_goal(
+                    task, unreachable_goal(compile_spec(actual), json.loads(task["goal"]), rng), task["answer"]
+                )
             if core and not _filter_passes(documented, task, "solution"):
                 continue
             out.tasks.append(_row(task, method, task_defect))
@@ -331,9 +405,16 @@ def _env_method(method: str, fid: Mapping[str, Any], core: bool, seed: int, n_en
 # ------------------------------------------------------------------------------------- task methods
 
 
-def _task_method(method: str, fid: Mapping[str, Any], seed: int, n_tasks: int,
-                 targets: Sequence[Mapping[str, Any]], specs: Mapping[str, Spec],
-                 real_tasks: Mapping[str, list[dict[str, Any]]], out: SyntheticPool) -> dict[str, Any]:
+def _task_method(
+    method: str,
+    fid: Mapping[str, Any],
+    seed: int,
+    n_tasks: int,
+    targets: Sequence[Mapping[str, Any]],
+    specs: Mapping[str, Spec],
+    real_tasks: Mapping[str, list[dict[str, Any]]],
+    out: SyntheticPool,
+) -> dict[str, Any]:
     """Up to ``n_tasks`` synthetic tasks per target environment: drafts (new ``generate_tasks``
     tasks, or re-worded copies of the environment's real tasks), corrupted per the mix, then the
     method's filter, which rejects a draft it flags with probability ``filter_recall``. Rejected
@@ -345,8 +426,13 @@ def _task_method(method: str, fid: Mapping[str, Any], seed: int, n_tasks: int,
         env_id, spec = env["env_id"], specs[env["env_id"]]
         rng = random.Random(derive_seed(seed, "synthetic", method, env_id))
         own = real_tasks.get(env_id, [])
-        fresh = _fresh_tasks(spec, env_id, n_tasks, derive_seed(seed, "synthetic", method, env_id, "drafts"),
-                             {(t["reference"], t["goal"]) for t in own})
+        fresh = _fresh_tasks(
+            spec,
+            env_id,
+            n_tasks,
+            derive_seed(seed, "synthetic", method, env_id, "drafts"),
+            {(t["reference"], t["goal"]) for t in own},
+        )
         kept: list[dict[str, Any]] = []
         seen: set[str] = set()
         for _ in range(4 * n_tasks + 16):
@@ -374,9 +460,14 @@ def _task_method(method: str, fid: Mapping[str, Any], seed: int, n_tasks: int,
     return _stats(method, drafts, kept_total, injected, kept_defects)
 
 
-def _draft(rng: random.Random, fid: Mapping[str, Any], spec: Spec, own: Sequence[Mapping[str, Any]],
-           kept: Sequence[Mapping[str, Any]], fresh: Iterator[dict[str, Any]]
-           ) -> tuple[dict[str, Any] | None, str | None] | None:
+def _draft(
+    rng: random.Random,
+    fid: Mapping[str, Any],
+    spec: Spec,
+    own: Sequence[Mapping[str, Any]],
+    kept: Sequence[Mapping[str, Any]],
+    fresh: Iterator[dict[str, Any]],
+) -> tuple[dict[str, Any] | None, str | None] | None:
     """One draft and its defect; the task is None when no wrong verifier fits a mislabelled
     draft (a wasted draft). None when the environment has no new task left to draft."""
     u = rng.random()
@@ -400,8 +491,9 @@ def _draft(rng: random.Random, fid: Mapping[str, Any], spec: Spec, own: Sequence
     return task, None
 
 
-def _mislabel(rng: random.Random, spec: Spec, task: Mapping[str, Any], others: Sequence[Mapping[str, Any]]
-              ) -> dict[str, Any] | None:
+def _mislabel(
+    rng: random.Random, spec: Spec, task: Mapping[str, Any], others: Sequence[Mapping[str, Any]]
+) -> dict[str, Any] | None:
     """``task`` with the goal and expected answer of another task of its environment that its
     own reference does not satisfy (so the reward asks for something the instruction did not)."""
     env, _ = replay(spec, task, json.loads(task["reference"]))
@@ -415,9 +507,16 @@ def _mislabel(rng: random.Random, spec: Spec, task: Mapping[str, Any], others: S
 # ------------------------------------------------------------------------------------- trajectories
 
 
-def _trajectory_method(method: str, fid: Mapping[str, Any], seed: int, n_trajectories: int,
-                       targets: Sequence[Mapping[str, Any]], specs: Mapping[str, Spec],
-                       real_tasks: Mapping[str, list[dict[str, Any]]], out: SyntheticPool) -> dict[str, Any]:
+def _trajectory_method(
+    method: str,
+    fid: Mapping[str, Any],
+    seed: int,
+    n_trajectories: int,
+    targets: Sequence[Mapping[str, Any]],
+    specs: Mapping[str, Spec],
+    real_tasks: Mapping[str, list[dict[str, Any]]],
+    out: SyntheticPool,
+) -> dict[str, Any]:
     """SWiRL: per real task of the target environments, generated trajectories (the reference
     with step errors) that the step-wise judge lets through, up to ``n_trajectories`` kept out of
     at most ``4 * n_trajectories + 16`` drafts. ``label`` is the generator's claim (1.0);
@@ -446,11 +545,20 @@ def _trajectory_method(method: str, fid: Mapping[str, Any], seed: int, n_traject
                 text = canonical_json(calls)
                 if text not in outcomes:
                     outcomes[text] = replay(spec, task, calls)[0].verify().success
-                out.trajectories.append({
-                    "task_id": task["task_id"], "env_id": task["env_id"], "source": method, "trajectory_index": kept,
-                    "calls": text, "label": 1.0, "true_success": outcomes[text],
-                    "n_steps": sum(c["name"] != FINISH for c in calls), "step_errors": errors,
-                    "defect": "step_error" if errors else None})
+                out.trajectories.append(
+                    {
+                        "task_id": task["task_id"],
+                        "env_id": task["env_id"],
+                        "source": method,
+                        "trajectory_index": kept,
+                        "calls": text,
+                        "label": 1.0,
+                        "true_success": outcomes[text],
+                        "n_steps": sum(c["name"] != FINISH for c in calls),
+                        "step_errors": errors,
+                        "defect": "step_error" if errors else None,
+                    }
+                )
                 kept += 1
                 kept_defective += errors > 0
             kept_total += kept

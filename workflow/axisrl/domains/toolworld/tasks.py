@@ -70,10 +70,15 @@ def _goal(rt: Runtime, s0: State, final: State, draft: Draft) -> dict[str, Any]:
                 target = None if value is None else final[f.target][value]["f0"]
                 checks.append({"op": "ref_eq", "table": t, "key": key, "field": f.sym, "value": target})
             else:
-                checks.append({"op": "field_eq", "table": t, "key": key, "field": f.sym, "type": f.type,
-                               "value": value})
-    return {"checks": checks, "footprint": [list(tk) for tk in changed], "answer_type": draft.answer_type,
-            "query": draft.query}
+                checks.append(
+                    {"op": "field_eq", "table": t, "key": key, "field": f.sym, "type": f.type, "value": value}
+                )
+    return {
+        "checks": checks,
+        "footprint": [list(tk) for tk in changed],
+        "answer_type": draft.answer_type,
+        "query": draft.query,
+    }
 
 
 def _passes(rt: Runtime, goal: Goal, expected: str | None, s0: State, final: State, answer: Any) -> bool:
@@ -108,8 +113,9 @@ def verifier_shape(goal: dict[str, Any]) -> list[list[str]]:
     return shape + [["answer", goal["answer_type"] or "-"]]
 
 
-def generate_tasks(spec: dict[str, Any], env_id: str, n_tasks: int, seed: int,
-                   max_attempts: int | None = None) -> list[dict[str, Any]]:
+def generate_tasks(
+    spec: dict[str, Any], env_id: str, n_tasks: int, seed: int, max_attempts: int | None = None
+) -> list[dict[str, Any]]:
     """Up to ``n_tasks`` filtered task rows for the environment ``spec`` (id ``env_id``), from ``seed``.
 
     Stops after ``max_attempts`` drafts (default ``8 * n_tasks + 16``), so a poor environment
@@ -142,18 +148,20 @@ def generate_tasks(spec: dict[str, Any], env_id: str, n_tasks: int, seed: int,
             continue
         seen.add(task_id)
         skeleton = ">".join(tool.prim for tool, _ in draft.plan) + (">answer" if draft.answer_type else "")
-        tasks.append({
-            "task_id": task_id,
-            "env_id": env_id,
-            "skeleton": skeleton,
-            "skill_sig": short_hash(draft.skill),
-            "verifier_sig": short_hash(verifier_shape(goal)),
-            "instruction": draft.instruction,
-            "reference": reference,
-            "goal": goal_json,
-            "answer": draft.answer,
-            "n_steps": len(draft.plan),
-            "n_distractors": len(ctx.rows[draft.table]) - draft.involved,
-            "id_depth": draft.id_depth,
-        })
+        tasks.append(
+            {
+                "task_id": task_id,
+                "env_id": env_id,
+                "skeleton": skeleton,
+                "skill_sig": short_hash(draft.skill),
+                "verifier_sig": short_hash(verifier_shape(goal)),
+                "instruction": draft.instruction,
+                "reference": reference,
+                "goal": goal_json,
+                "answer": draft.answer,
+                "n_steps": len(draft.plan),
+                "n_distractors": len(ctx.rows[draft.table]) - draft.involved,
+                "id_depth": draft.id_depth,
+            }
+        )
     return tasks

@@ -37,8 +37,18 @@ SEMANTICS = {
 }
 VERIFIER = {"collateral": (True, False), "answer_mode": ("exact", "normalized")}
 
-TOOL_PROBABILITY = {"lookup": 0.85, "get": 0.85, "list": 0.35, "filter": 0.4, "create": 0.45, "update": 0.6,
-                    "delete": 0.4, "aggregate": 0.35, "link": 0.5, "transition": 0.85}
+TOOL_PROBABILITY = {
+    "lookup": 0.85,
+    "get": 0.85,
+    "list": 0.35,
+    "filter": 0.4,
+    "create": 0.45,
+    "update": 0.6,
+    "delete": 0.4,
+    "aggregate": 0.35,
+    "link": 0.5,
+    "transition": 0.85,
+}
 
 Structure = dict[str, Any]
 Spec = dict[str, Any]
@@ -99,8 +109,7 @@ def sample_world(world_seed: int, n_tables: tuple[int, int]) -> Structure:
     status = {"sym": _next_field_symbol(machine_table), "type": "status", "size": size}
     machine_table["fields"].append(status)
     edges = [[a, a + 1] for a in range(size - 1)]
-    edges += [[a, b] for a in range(size) for b in range(size)
-              if a != b and b != a + 1 and rng.random() < 0.15]
+    edges += [[a, b] for a in range(size) for b in range(size) if a != b and b != a + 1 and rng.random() < 0.15]
     machine = {"table": machine_table["sym"], "field": status["sym"], "initial": 0, "edges": sorted(edges)}
 
     tools: list[dict[str, Any]] = []
@@ -109,8 +118,9 @@ def sample_world(world_seed: int, n_tables: tuple[int, int]) -> Structure:
         bound = [_tool(prim, t) for prim in TABLE_PRIMITIVES if rng.random() < TOOL_PROBABILITY[prim]]
         if not any(tool["prim"] in ("lookup", "list") for tool in bound):
             bound.insert(0, _tool("lookup", t))
-        bound += [_tool("link", t, ref) for ref in _fields_of_type(table, "ref")
-                  if rng.random() < TOOL_PROBABILITY["link"]]
+        bound += [
+            _tool("link", t, ref) for ref in _fields_of_type(table, "ref") if rng.random() < TOOL_PROBABILITY["link"]
+        ]
         if t == machine["table"] and rng.random() < TOOL_PROBABILITY["transition"]:
             bound.append(_tool("transition", t))
         tools += bound
@@ -164,12 +174,20 @@ def _edit_options(structure: Structure) -> dict[str, list[str]]:
     tools = structure["tools"]
     present = {tool["sym"] for tool in tools}
     updated_tables = {tool["table"] for tool in tools if tool["prim"] == "update"}
-    api = [f"api:add:{c['sym']}" for c in candidate_tools(structure)
-           if c["sym"] not in present and not (c["prim"] == "update" and c["table"] in updated_tables)]
+    api = [
+        f"api:add:{c['sym']}"
+        for c in candidate_tools(structure)
+        if c["sym"] not in present and not (c["prim"] == "update" and c["table"] in updated_tables)
+    ]
     if len(tools) > 3:
         api += [f"api:remove:{tool['sym']}" for tool in tools]
-    api += [f"api:split:{tool['sym']}" for tool in tools if tool["prim"] == "update" and tool["field"] is None
-            and len(updatable_fields(_table(structure, tool["table"]))) >= 2]
+    api += [
+        f"api:split:{tool['sym']}"
+        for tool in tools
+        if tool["prim"] == "update"
+        and tool["field"] is None
+        and len(updatable_fields(_table(structure, tool["table"]))) >= 2
+    ]
 
     schema = []
     for table in structure["tables"]:
@@ -178,8 +196,11 @@ def _edit_options(structure: Structure) -> dict[str, list[str]]:
 
     sem, prims = structure["semantics"], {tool["prim"] for tool in tools}
     referenced = {f["target"] for table in structure["tables"] for f in table["fields"] if f["type"] == "ref"}
-    int_updates = any(tool["prim"] == "update" and (tool["field"] is None or _field(structure, tool["table"],
-                      tool["field"])["type"] == "int") for tool in tools)
+    int_updates = any(
+        tool["prim"] == "update"
+        and (tool["field"] is None or _field(structure, tool["table"], tool["field"])["type"] == "int")
+        for tool in tools
+    )
     semantics = []
     if int_updates:
         semantics.append(f"semantics:update_mode={_flip('update_mode', sem['update_mode'])}")
@@ -191,8 +212,10 @@ def _edit_options(structure: Structure) -> dict[str, list[str]]:
         semantics.append(f"semantics:cascade={_flip('cascade', sem['cascade'])}")
 
     ver = structure["verifier"]
-    verifier = [f"verifier:collateral={not ver['collateral']}",
-                f"verifier:answer_mode={_flip('answer_mode', ver['answer_mode'], VERIFIER)}"]
+    verifier = [
+        f"verifier:collateral={not ver['collateral']}",
+        f"verifier:answer_mode={_flip('answer_mode', ver['answer_mode'], VERIFIER)}",
+    ]
     return {"api": api, "schema": schema, "semantics": semantics, "verifier": verifier}
 
 
@@ -224,7 +247,7 @@ def _apply_edit(structure: Structure, edit: str) -> None:
         else:  # split a whole-row update into one setter per field
             index = next(i for i, tool in enumerate(tools) if tool["sym"] == sym)
             table = tools[index]["table"]
-            tools[index:index + 1] = [_tool("update", table, f) for f in updatable_fields(_table(structure, table))]
+            tools[index : index + 1] = [_tool("update", table, f) for f in updatable_fields(_table(structure, table))]
     elif category == "schema":
         action, target = rest.split(":", 1)
         if action == "add_field":
@@ -311,8 +334,15 @@ def build_spec(structure: Structure, state: dict[str, list], pool: str, skin_see
     """Assemble the environment spec; the skin (names, ID format) comes from ``skin_seed``."""
     lexicon = assign_words(lexicon_symbols(structure), pool, skin_seed)
     id_format = make_id_format(skin_seed, {t["sym"]: lexicon[t["sym"]] for t in structure["tables"]})
-    return {"format": SPEC_FORMAT, "pool": pool, **_copy(structure), "max_steps": max_steps,
-            "lexicon": lexicon, "id_format": id_format, "state": state}
+    return {
+        "format": SPEC_FORMAT,
+        "pool": pool,
+        **_copy(structure),
+        "max_steps": max_steps,
+        "lexicon": lexicon,
+        "id_format": id_format,
+        "state": state,
+    }
 
 
 def env_id(spec: Spec) -> str:
