@@ -159,7 +159,7 @@ def efficiency_table(
     recipe_costs = recipe_runs["total_cost"].to_numpy()
     seeds = {
         point: (group["successes"].to_numpy(), group["trials"].to_numpy())
-        for (point,), group in seed_runs.filter(pl.col("trials") > 0).group_by("point_key")
+        for (point,), group in seed_runs.filter(pl.col("trials") > 0).group_by("point_key", maintain_order=True)
     }
     rng = np.random.default_rng(seed)
     boot = [_resampled_success(seeds, rng) for _ in range(n_boot)]
