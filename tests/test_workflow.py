@@ -325,7 +325,7 @@ def test_mixtures_flow_from_sources_to_pricing_tables_and_figure4(tmp_path):
 
 
 def test_editing_a_script_shim_does_not_rerun_the_study(smoke_run):
-    script = smoke_run / "workflow" / "scripts" / "train.py"
+    script = smoke_run / "workflow" / "scripts" / "stage.py"
     original = script.read_text()
     script.write_text(original + "# an edit that changes nothing\n")
     try:
@@ -336,14 +336,18 @@ def test_editing_a_script_shim_does_not_rerun_the_study(smoke_run):
         script.write_text(original)
 
 
-def _processes_running(script_name: str, session: int) -> list[int]:
-    """PIDs in Snakemake's session whose command line runs a copy of ``script_name`` (Snakemake
-    runs a script rule from a temporary file named after it)."""
+def _train_jobs_running(session: int) -> list[int]:
+    """PIDs in Snakemake's session running a train job. Every rule runs the one shim, from a
+    temporary copy Snakemake writes with the job pickled into its preamble; a train job's holds its
+    ``train_key`` wildcard."""
     found = []
     for proc in Path("/proc").iterdir():
         try:
             if proc.name.isdigit() and os.getsid(int(proc.name)) == session:
-                if script_name in (proc / "cmdline").read_bytes().decode(errors="replace"):
+                args = (proc / "cmdline").read_bytes().decode(errors="replace").split("\0")
+                scripts = [arg for arg in args if arg.endswith("stage.py")]
+                cwd = (proc / "cwd").resolve()
+                if scripts and "train_key" in (cwd / scripts[0]).read_text(errors="replace"):
                     found.append(int(proc.name))
         except (OSError, ProcessLookupError):
             continue
@@ -367,7 +371,7 @@ def test_a_train_job_killed_from_outside_is_retried(tmp_path):
     deadline = time.monotonic() + 300
     victims: list[int] = []
     while not victims and study.poll() is None and time.monotonic() < deadline:
-        victims = _processes_running("train.py", study.pid)
+        victims = _train_jobs_running(study.pid)
         time.sleep(0.05)
     assert victims, "no train job seen running"
     for pid in victims:
