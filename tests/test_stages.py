@@ -9,8 +9,7 @@ import pytest
 
 from axisrl.config import hashed_part, load_yaml, validate_config
 from axisrl.stages import STAGES, job_function, key_table, study
-from axisrl.stages.registry import project
-from axisrl.stages.report import resolve
+from axisrl.stages.registry import project, resolve
 from axisrl.targets import FIGURES, TABLES
 from conftest import DEFAULT_CONFIG
 from conftest import ROOT as REPO

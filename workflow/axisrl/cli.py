@@ -216,7 +216,7 @@ def _where(name: str | None) -> None:
         for target, entry in targets.items():
             print(f"{target:8} {entry.computed_by or entry.make}")
         for stage, entry in STAGES.items():
-            print(f"{stage:8} {', '.join(f'axisrl.stages.{run}' for run in entry.run.values())}")
+            print(f"{stage:8} {', '.join(entry.targets())}")
     elif name in targets:
         entry = targets[name]
         frames = ", ".join(f"{arg}={stage}/{frame}" for arg, (stage, frame) in entry.frames.items())
@@ -226,7 +226,7 @@ def _where(name: str | None) -> None:
             print(f"  its frame computed by {entry.computed_by}")
     elif name in STAGES:
         entry = STAGES[name]
-        print(f"{name}: rule {name}, runs {', '.join(f'axisrl.stages.{run}' for run in entry.run.values())}")
+        print(f"{name}: rule {name}, runs {', '.join(entry.targets())}")
         print(
             f"  reads {', '.join(entry.reads) or 'nothing of its own'}; upstream {', '.join(entry.upstream) or 'none'}"
         )

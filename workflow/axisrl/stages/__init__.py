@@ -11,7 +11,6 @@ pricing, recipe, validate), ``report`` (catalog, every table and figure target).
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -23,6 +22,7 @@ from axisrl.stages.registry import (
     episodes_stage,
     key_table,
     point_jobs,
+    resolve,
     study,
     value_at,
 )
@@ -40,8 +40,7 @@ def job_function(rule: str, settings: Mapping[str, Any]) -> Callable[..., None]:
         target = "axisrl.stages.report:figure"
     else:
         raise KeyError(f"no stage or report target is named {rule!r}")
-    module, function = target.split(":")
-    return getattr(importlib.import_module(module), function)
+    return resolve(target)
 
 
 __all__ = [

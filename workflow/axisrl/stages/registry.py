@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import importlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -22,8 +23,6 @@ from typing import Any, NamedTuple
 from axisrl.budget import TRAIN_KEYS, training_budget
 from axisrl.config import StageSpec, hashed_part
 from axisrl.plan import Design, backend_settings, check_designs, plan_designs, run_key, seed_batches
-
-ANY_BACKEND = "*"
 
 
 def project(config: Mapping[str, Any], paths: Sequence[str], strict: bool = True) -> dict[str, Any]:
@@ -53,6 +52,12 @@ def _copy_path(source: Mapping[str, Any], parts: list[str], target: dict[str, An
             target[name] = copy.deepcopy(source[name])
 
 
+def resolve(name: str) -> Callable[..., Any]:
+    """The function a ``module:function`` name stands for (imported only when asked for)."""
+    module, function = name.split(":")
+    return getattr(importlib.import_module(module), function)
+
+
 def value_at(config: Mapping[str, Any], path: str) -> Any:
     """The config's value at a dotted path."""
     value: Any = config
@@ -64,14 +69,14 @@ def value_at(config: Mapping[str, Any], path: str) -> Any:
 @dataclass(frozen=True)
 class Stage:
     """One stage: ``reads`` (config paths), ``upstream`` (the stages whose keys its key holds),
-    ``run`` (train backend -> ``module:function`` under ``axisrl.stages``; ``"*"`` for any backend),
+    ``run`` (``module:function`` under ``axisrl.stages``, or train backend -> that where they differ),
     ``derive`` (settings from what it read, and from a grid point for the per-point stages) and
     ``note`` (what one key stands for, when it is not the whole study)."""
 
     name: str
     reads: tuple[str, ...]
     upstream: tuple[str, ...]
-    run: Mapping[str, str]
+    run: str | Mapping[str, str]
     derive: Callable[..., dict[str, Any]] | None = None
     note: str = ""
 
@@ -90,10 +95,13 @@ class Stage:
 
     def target(self, settings: Mapping[str, Any]) -> str:
         """``module:function`` of the job's code (for the train backend in ``settings`` where it matters)."""
-        module, function = (self.run[ANY_BACKEND] if ANY_BACKEND in self.run else self.run[settings["backend"]]).split(
-            ":"
-        )
-        return f"axisrl.stages.{module}:{function}"
+        run = self.run if isinstance(self.run, str) else self.run[settings["backend"]]
+        return f"axisrl.stages.{run}"
+
+    def targets(self) -> list[str]:
+        """Every function that can run this stage (one per train backend where they differ)."""
+        runs = [self.run] if isinstance(self.run, str) else list(self.run.values())
+        return [f"axisrl.stages.{run}" for run in runs]
 
 
 def _synthesize(read: Mapping[str, Any]) -> dict[str, Any]:
@@ -166,82 +174,82 @@ STAGES: dict[str, Stage] = {
     for stage in (
         Stage(
             "synthesize",
-            ("domain", "synthesize"),
-            (),
-            {ANY_BACKEND: "pools:synthesize"},
-            _synthesize,
-            "`synthesize.mathcode` only when `domain` is mathcode",
+            reads=("domain", "synthesize"),
+            upstream=(),
+            run="pools:synthesize",
+            derive=_synthesize,
+            note="`synthesize.mathcode` only when `domain` is mathcode",
         ),
         Stage(
             "embed",
-            ("dedup.embedding",),
-            ("synthesize",),
-            {ANY_BACKEND: "dedup:embed"},
-            lambda read: read["dedup"]["embedding"],
+            reads=("dedup.embedding",),
+            upstream=("synthesize",),
+            run="dedup:embed",
+            derive=lambda read: read["dedup"]["embedding"],
         ),
-        Stage("dedup", ("domain", "dedup"), ("synthesize", "embed"), {ANY_BACKEND: "dedup:dedup"}),
+        Stage("dedup", reads=("domain", "dedup"), upstream=("synthesize", "embed"), run="dedup:dedup"),
         Stage(
             "sources",
-            ("sources", "study.families.mixtures.methods", "study.families.mixtures.common_core"),
-            ("synthesize",),
-            {ANY_BACKEND: "pools:sources"},
-            _sources,
+            reads=("sources", "study.families.mixtures.methods", "study.families.mixtures.common_core"),
+            upstream=("synthesize",),
+            run="pools:sources",
+            derive=_sources,
         ),
-        Stage("dedup_sources", ("dedup",), ("sources", "dedup"), {ANY_BACKEND: "dedup:dedup_sources"}),
-        Stage("plan", ("domain", "study"), (), {ANY_BACKEND: "collect:plan"}),
+        Stage("dedup_sources", reads=("dedup",), upstream=("sources", "dedup"), run="dedup:dedup_sources"),
+        Stage("plan", reads=("domain", "study"), upstream=(), run="collect:plan"),
         Stage(
             "train",
-            ("domain", "train", "evaluate", "sources", "resources"),
-            ("dedup", "dedup_sources"),
-            {"tiny": "train:train", "verl": "gpu:train_verl"},
-            _train,
-            "one key per grid point and seed batch (the tiny backend trains and evaluates its seeds in one job, "
+            reads=("domain", "train", "evaluate", "sources", "resources"),
+            upstream=("dedup", "dedup_sources"),
+            run={"tiny": "train:train", "verl": "gpu:train_verl"},
+            derive=_train,
+            note="one key per grid point and seed batch (the tiny backend trains and evaluates its seeds in one job, "
             "verl one job per seed); `train` options the design does not read are left out, and so are `evaluate` "
             "options but `backend` and `seed` with the tiny backend; `sources` and `dedup_sources` for a mixture "
             "design only; `resources` is speed only",
         ),
         Stage(
             "evaluate",
-            ("domain", "evaluate", "train.llm"),
-            ("train",),
-            {ANY_BACKEND: "gpu:evaluate"},
-            _evaluate,
-            "GPU backends only: one key and one job per grid point",
+            reads=("domain", "evaluate", "train.llm"),
+            upstream=("train",),
+            run="gpu:evaluate",
+            derive=_evaluate,
+            note="GPU backends only: one key and one job per grid point",
         ),
         Stage(
             "collect",
-            ("train.backend",),
-            ("plan", "train"),
-            {ANY_BACKEND: "collect:collect"},
-            _collect,
-            "its `train` key is a digest of every point's train (or evaluate) key",
+            reads=("train.backend",),
+            upstream=("plan", "train"),
+            run="collect:collect",
+            derive=_collect,
+            note="its `train` key is a digest of every point's train (or evaluate) key",
         ),
-        Stage("laws", ("laws",), ("collect",), {ANY_BACKEND: "analysis:laws"}),
+        Stage("laws", reads=("laws",), upstream=("collect",), run="analysis:laws"),
         Stage(
             "pricing",
-            ("pricing", "study", "sources.methods.*.unit_cost"),
-            ("collect",),
-            {ANY_BACKEND: "analysis:pricing"},
+            reads=("pricing", "study", "sources.methods.*.unit_cost"),
+            upstream=("collect",),
+            run="analysis:pricing",
         ),
         Stage(
             "recipe",
-            ("recipe", "domain", "study.seeds", *(f"train.{key}" for key in TRAIN_KEYS["charged_flops"])),
-            ("collect", "dedup"),
-            {ANY_BACKEND: "analysis:recipe"},
+            reads=("recipe", "domain", "study.seeds", *(f"train.{key}" for key in TRAIN_KEYS["charged_flops"])),
+            upstream=("collect", "dedup"),
+            run="analysis:recipe",
             note="a checkpoint: the strategy runs it plans are train jobs like any grid point's",
         ),
         Stage(
             "validate",
-            ("recipe", "study.seeds", "train.backend"),
-            ("recipe",),
-            {ANY_BACKEND: "analysis:validate"},
+            reads=("recipe", "study.seeds", "train.backend"),
+            upstream=("recipe",),
+            run="analysis:validate",
             note="reads the recipe's strategy runs too",
         ),
         Stage(
             "catalog",
-            (),
-            ("synthesize", "embed", "dedup", "sources", "dedup_sources", "collect", "laws", "pricing"),
-            {ANY_BACKEND: "report:catalog"},
+            reads=(),
+            upstream=("synthesize", "embed", "dedup", "sources", "dedup_sources", "collect", "laws", "pricing"),
+            run="report:catalog",
             note="lists every artifact under `results/`, all keys",
         ),
     )

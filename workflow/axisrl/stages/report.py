@@ -2,24 +2,18 @@
 
 from __future__ import annotations
 
-import importlib
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from axisrl.artifacts import catalog as list_artifacts
 from axisrl.artifacts import read_artifact, write_artifact
 from axisrl.config import StageSpec
+from axisrl.stages.registry import resolve
 from axisrl.targets import FIGURES, TABLES, Target
 
 log = logging.getLogger("axisrl")
-
-
-def resolve(name: str) -> Callable[..., Any]:
-    """The function a ``module:function`` name stands for."""
-    module, function = name.split(":")
-    return getattr(importlib.import_module(module), function)
 
 
 def catalog(
