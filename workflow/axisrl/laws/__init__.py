@@ -1,8 +1,9 @@
 """Scaling-law fits of agentic-RL data: pure functions, polars frames in and out.
 
-Methods and their reasons: ``docs/methods.md``. Modules: ``axis`` (per-axis laws,
-local slopes, success trends, leave-one-out, two-stage bootstrap, axis ordering), ``joint`` (joint
-law, nested interaction, Chinchilla objective, GLM pre-test), ``tables`` (the paper's robustness tables),
+Methods and their reasons: ``docs/methods.md``. Modules: ``models`` (the power and floor models
+fitted to one sweep's points), ``axis`` (per-axis laws, model selection, local slopes, success
+trends, leave-one-out, two-stage bootstrap, axis ordering), ``joint`` (joint law, nested
+interaction, Chinchilla objective, GLM pre-test), ``tables`` (the paper's robustness tables),
 ``simulate`` (studies from a known law, for tests), ``data`` (input schema, seed pooling).
 
 Input: runs
@@ -33,9 +34,6 @@ from axisrl.laws.axis import (
     bootstrap_intervals,
     fit_axes,
     fit_axes_by,
-    fit_floor,
-    fit_power,
-    floor_profile,
     leave_one_out,
     local_slopes,
     success_trends,
@@ -50,6 +48,7 @@ from axisrl.laws.joint import (
     interaction_pretest,
     predict_loss,
 )
+from axisrl.laws.models import fit_floor, fit_power, floor_profile
 from axisrl.laws.simulate import simulate_study
 from axisrl.laws.tables import (
     budget_convention_table,
