@@ -12,8 +12,9 @@ import pytest
 from axisrl.backends.tiny.view import CompactEpisode
 from axisrl.domains import toolworld as tw
 from axisrl.domains.toolworld.defects import reword
+from axisrl.domains.toolworld.methods import TASK_DEFECTS
 from axisrl.domains.toolworld.model import copy_state
-from axisrl.domains.toolworld.synthetic import TASK_DEFECTS, replay
+from axisrl.domains.toolworld.synthetic_common import replay
 
 ENV_KEYS = {
     "env_id",

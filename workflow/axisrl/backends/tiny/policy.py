@@ -27,8 +27,9 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from axisrl.backends.tiny.features import (
-    HISTORY_K,
+from axisrl.backends.tiny.features import Batch, EpisodeBatch
+from axisrl.backends.tiny.view import HISTORY_K
+from axisrl.backends.tiny.vocab import (
     MAX_STEP_FEATURE,
     N_GOAL_ROLES,
     N_HISTORY_FEATURES,
@@ -36,8 +37,6 @@ from axisrl.backends.tiny.features import (
     N_STRUCT,
     PRIMITIVES,
     SYMBOL_KINDS,
-    Batch,
-    EpisodeBatch,
 )
 
 MAX_PARAMS = 8

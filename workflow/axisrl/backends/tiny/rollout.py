@@ -22,7 +22,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from axisrl.backends.tiny.features import Decision, EpisodeFeatures, collate, collate_episodes
+from axisrl.backends.tiny.encoding import Decision, EpisodeFeatures
+from axisrl.backends.tiny.features import collate, collate_episodes
 from axisrl.backends.tiny.policy import ToolPointer, segment_entropy, segment_log_softmax
 from axisrl.backends.tiny.view import CompactEpisode
 from axisrl.domains.toolworld import ToolworldEnv

@@ -5,7 +5,8 @@ Two layers. The *internal* layer works on symbols and integer ids: a state is
 target ids). Rows are never mutated in place (a write replaces the row dict), so copying a state
 is a shallow copy of its tables; task generation and the signature probe run here, name-free.
 The *surface* layer translates the world's names, words and ID strings to and from that layer;
-the env, the renderers and the reference solutions speak it.
+the env, the renderers and the reference solutions speak it. The tools' signatures (parameters
+and surface names) are compiled in ``tools``.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from axisrl.domains.toolworld.model import (
     call_memo_key,
     parse_arguments,
 )
+from axisrl.domains.toolworld.tools import compile_tool
 from axisrl.domains.toolworld.world import FLAG_FIELD, Spec
 
 
@@ -75,7 +77,9 @@ class Runtime:
             for f in table.of_type("ref"):
                 self.referrers[f.target].append((table.sym, f.sym))
 
-        self.tools: list[Tool] = [self._compile_tool(tool, lex) for tool in spec["tools"]]
+        self.tools: list[Tool] = [
+            compile_tool(tool, self.tables[tool["table"]], lex, self.status_field) for tool in spec["tools"]
+        ]
         self.tool_by_name: dict[str, Tool] = {tool.name: tool for tool in self.tools}
         self.tool_by_sym: dict[str, Tool] = {tool.sym: tool for tool in self.tools}
         self.initial: State = {t: {i: row for i, row in rows} for t, rows in spec["state"].items()}
@@ -84,64 +88,6 @@ class Runtime:
         """Memos of ``parse_id`` and of ``decode_call``'s successes: an episode's calls and ids
         repeat across steps, forks and the rollouts of a group, and each is decoded twice (by
         the env and by a view of the episode's history)."""
-
-    # ------------------------------------------------------------------------------- compile
-
-    def _compile_tool(self, tool: Mapping[str, Any], lex: Mapping[str, str]) -> Tool:
-        prim, table = tool["prim"], self.tables[tool["table"]]
-        ident = Param("id", self.id_name, "id", True, table=table.sym)
-        value_fields = table.of_type("int", "enum")
-
-        def value_param(f: Field, required: bool) -> Param:
-            return Param(f.sym, f.name, "int" if f.type == "int" else "enum", required, field=f.sym)
-
-        if prim == "lookup":
-            params: tuple[Param, ...] = (Param("key", table.by_sym["f0"].name, "key", True),)
-        elif prim in ("get", "delete"):
-            params = (ident,)
-        elif prim == "list":
-            params = ()
-        elif prim == "filter":
-            params = (
-                Param(
-                    "field",
-                    lex["param:field"],
-                    "sel",
-                    True,
-                    choices=tuple(f.sym for f in table.of_type("int", "enum", "status")),
-                ),
-                Param("op", lex["param:op"], "op", True, choices=OPS),
-                Param("value", lex["param:value"], "val", True),
-            )
-        elif prim == "aggregate":
-            params = (
-                Param(
-                    "field",
-                    lex["param:field"],
-                    "sel",
-                    True,
-                    choices=tuple(f.sym for f in table.of_type("int", "enum", "status")),
-                ),
-                Param("value", lex["param:value"], "val", True),
-                Param("total", lex["param:total"], "sel", False, choices=tuple(f.sym for f in table.of_type("int"))),
-            )
-        elif prim == "create":
-            params = (Param("key", table.by_sym["f0"].name, "key", True), *(value_param(f, True) for f in value_fields))
-        elif prim == "update" and tool["field"] is None:
-            params = (ident, *(value_param(f, False) for f in value_fields))
-        elif prim == "update":
-            params = (ident, value_param(table.by_sym[tool["field"]], True))
-        elif prim == "link":
-            ref = table.by_sym[tool["field"]]
-            params = (ident, Param(ref.sym, ref.name, "id", True, table=ref.target))
-        elif prim == "transition":
-            params = (ident, Param("to", lex["param:to"], "enum", True, field=self.status_field))
-        else:
-            raise ValueError(f"unknown primitive {prim!r}")
-        name = f"{lex['verb:' + prim]}_{table.name}"
-        if tool["field"] is not None:
-            name += "_" + table.by_sym[tool["field"]].name
-        return Tool(tool["sym"], prim, table.sym, tool["field"], name, params, {p.name: p for p in params})
 
     def vocabulary(self) -> list[str]:
         """Every surface name an agent sees: tables, fields, enum values, tools, parameters."""
