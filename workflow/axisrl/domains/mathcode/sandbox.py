@@ -22,6 +22,8 @@ import tempfile
 from collections.abc import Sequence
 from typing import Any
 
+from axisrl.threads import THREAD_VARIABLES
+
 MEMORY_BYTES = 2 * 1024**3
 MAX_OUTPUT_CHARS = 4096
 """Output kept per call; the rest is cut so one runaway print cannot flood the conversation."""
@@ -69,6 +71,11 @@ sys.__stdout__.write(MARKER + json.dumps({"output": output.getvalue(), "error": 
 """.replace("MARKER", repr(RESULT_MARKER))
 
 
+def sandbox_env(home: str) -> dict[str, str]:
+    """The whole environment of a sandboxed child: nothing inherited, one thread for its math libraries."""
+    return {"PATH": os.environ.get("PATH", ""), "HOME": home, "LANG": "C.UTF-8", **dict.fromkeys(THREAD_VARIABLES, "1")}
+
+
 def _clip(text: str) -> str:
     if len(text) <= MAX_OUTPUT_CHARS:
         return text
@@ -90,14 +97,7 @@ def run(source: str, *, mode: str, timeout_s: float, history: Sequence[str] = ()
         }
     )
     with tempfile.TemporaryDirectory(prefix="axisrl-sandbox-") as workdir:
-        env = {
-            "PATH": os.environ.get("PATH", ""),
-            "HOME": workdir,
-            "LANG": "C.UTF-8",
-            "OMP_NUM_THREADS": "1",
-            "OPENBLAS_NUM_THREADS": "1",
-            "MKL_NUM_THREADS": "1",
-        }
+        env = sandbox_env(workdir)
         with subprocess.Popen(
             [sys.executable, "-I", "-B", "-c", DRIVER],
             stdin=subprocess.PIPE,

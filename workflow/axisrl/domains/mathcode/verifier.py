@@ -22,7 +22,7 @@ import tempfile
 import threading
 from typing import Any
 
-from axisrl.domains.mathcode.sandbox import MEMORY_BYTES
+from axisrl.domains.mathcode.sandbox import MEMORY_BYTES, sandbox_env
 
 SCORE_TIMEOUT_S = 5.0
 
@@ -59,14 +59,7 @@ class Scorer:
         self.workdir = tempfile.TemporaryDirectory(prefix="axisrl-scorer-")
 
     def _start(self) -> subprocess.Popen[bytes]:
-        env = {
-            "PATH": os.environ.get("PATH", ""),
-            "HOME": self.workdir.name,
-            "LANG": "C.UTF-8",
-            "OMP_NUM_THREADS": "1",
-            "OPENBLAS_NUM_THREADS": "1",
-            "MKL_NUM_THREADS": "1",
-        }
+        env = sandbox_env(self.workdir.name)
         process = subprocess.Popen(
             [sys.executable, "-I", "-B", "-c", DRIVER],
             stdin=subprocess.PIPE,
