@@ -17,6 +17,9 @@ def compile_tool(tool: Mapping[str, Any], table: Table, lex: Mapping[str, str], 
     prim = tool["prim"]
     ident = Param("id", lex["param:id"], "id", True, table=table.sym)
     value_fields = table.of_type("int", "enum")
+    selector = Param(
+        "field", lex["param:field"], "sel", True, choices=tuple(f.sym for f in table.of_type("int", "enum", "status"))
+    )
 
     def value_param(f: Field, required: bool) -> Param:
         return Param(f.sym, f.name, "int" if f.type == "int" else "enum", required, field=f.sym)
@@ -29,25 +32,13 @@ def compile_tool(tool: Mapping[str, Any], table: Table, lex: Mapping[str, str], 
         params = ()
     elif prim == "filter":
         params = (
-            Param(
-                "field",
-                lex["param:field"],
-                "sel",
-                True,
-                choices=tuple(f.sym for f in table.of_type("int", "enum", "status")),
-            ),
+            selector,
             Param("op", lex["param:op"], "op", True, choices=OPS),
             Param("value", lex["param:value"], "val", True),
         )
     elif prim == "aggregate":
         params = (
-            Param(
-                "field",
-                lex["param:field"],
-                "sel",
-                True,
-                choices=tuple(f.sym for f in table.of_type("int", "enum", "status")),
-            ),
+            selector,
             Param("value", lex["param:value"], "val", True),
             Param("total", lex["param:total"], "sel", False, choices=tuple(f.sym for f in table.of_type("int"))),
         )
