@@ -157,9 +157,10 @@ def efficiency_table(
     recipe_runs = runs.filter(pl.col("strategy") == "recipe")
     recipe_by_level = {row["compute_factor"]: row for row in recipe_runs.to_dicts()}
     recipe_costs = recipe_runs["total_cost"].to_numpy()
+    usable = seed_runs.filter(pl.col("trials") > 0).sort("point_key", "successes", "trials")  # a fixed order to draw in
     seeds = {
         point: (group["successes"].to_numpy(), group["trials"].to_numpy())
-        for (point,), group in seed_runs.filter(pl.col("trials") > 0).group_by("point_key", maintain_order=True)
+        for (point,), group in usable.group_by("point_key", maintain_order=True)
     }
     rng = np.random.default_rng(seed)
     boot = [_resampled_success(seeds, rng) for _ in range(n_boot)]
