@@ -110,7 +110,7 @@ COMPUTED_BY = {
     "table13": "axisrl.laws.axis:fit_axes_by",
     "table14": "axisrl.laws.tables:task_dedup_table",
     "table15": "axisrl.laws.tables:task_dedup_table",
-    **dict.fromkeys(PRICING_TABLES, "axisrl.pricing:pricing_tables"),
+    **dict.fromkeys(PRICING_TABLES, "axisrl.pricing.tables:pricing_tables"),
     "table18": "axisrl.recipe.study:drivers_table",
     "table19": "axisrl.recipe.study:progression_table",
     "table20": "axisrl.recipe.study:exponent_table",
@@ -145,7 +145,7 @@ FIGURES: dict[str, Target] = {
     "fig1": Target(
         "Figure 1: measured against predicted success of the strategy runs",
         {"measured": ("validate", "measured")},
-        "axisrl.report.figures:figure1",
+        "axisrl.report.recipe_figures:figure1",
         needs_recipe=True,
     ),
     "fig2": Target(
@@ -173,7 +173,7 @@ FIGURES: dict[str, Target] = {
             "curves": ("recipe", "curves"),
             "measured": ("validate", "measured"),
         },
-        "axisrl.report.figures:figure5",
+        "axisrl.report.recipe_figures:figure5",
         needs_recipe=True,
     ),
 }
