@@ -28,7 +28,7 @@ from axisrl.recipe import (
     trajectories_only,
 )
 from axisrl.recipe.study import cost_frame
-from axisrl.report import figures
+from axisrl.report import recipe_figures
 
 LAW = Law(E=0.3, A={"d_env": 2.0, "d_task": 3.0, "d_traj": 1.0}, alpha={"d_env": 0.5, "d_task": 0.3, "d_traj": 0.2})
 RANGES = {"d_env": (2.0, 64.0), "d_task": (8.0, 1024.0), "d_traj": (1.0, 32.0)}
@@ -171,7 +171,7 @@ def _assert_written(png, pdf, min_png: int = 10_000) -> None:
 
 def test_figure5_writes_png_and_pdf(tmp_path, frames, captured):
     png, pdf = tmp_path / "out" / "fig5.png", tmp_path / "out" / "fig5.pdf"
-    figures.figure5(frames["path"], frames["exponents"], frames["curves"], frames["measured"], png, pdf)
+    recipe_figures.figure5(frames["path"], frames["exponents"], frames["curves"], frames["measured"], png, pdf)
     _assert_written(png, pdf)
     left, right = captured[0].axes
     labels = [t.get_text() for t in left.get_legend().get_texts()]
@@ -191,13 +191,13 @@ def test_figure5_writes_png_and_pdf(tmp_path, frames, captured):
 def test_figure5_without_measurements_draws_predictions(tmp_path, frames):
     measured = frames["measured"].drop("n_seeds", "p", "loss", "loss_se", "trials", "p_se", "inside_interval")
     png, pdf = tmp_path / "fig5.png", tmp_path / "fig5.pdf"
-    figures.figure5(frames["path"], frames["exponents"], frames["curves"], measured, png, pdf)
+    recipe_figures.figure5(frames["path"], frames["exponents"], frames["curves"], measured, png, pdf)
     _assert_written(png, pdf)
 
 
 def test_figure1_writes_png_and_pdf(tmp_path, frames, captured):
     png, pdf = tmp_path / "fig1.png", tmp_path / "fig1.pdf"
-    figures.figure1(frames["measured"], png, pdf)
+    recipe_figures.figure1(frames["measured"], png, pdf)
     _assert_written(png, pdf)
     bars, *pies = captured[0].axes
     assert f"{4 * UNIT:.3g} flop" in bars.get_title()
@@ -216,7 +216,7 @@ def test_figure1_placeholder_without_measurements(tmp_path, frames, captured, un
         measured.drop("p") if unmeasured == "no_column" else measured.with_columns(p=pl.lit(None, dtype=pl.Float64))
     )
     png, pdf = tmp_path / "fig1.png", tmp_path / "fig1.pdf"
-    figures.figure1(measured, png, pdf)
+    recipe_figures.figure1(measured, png, pdf)
     _assert_written(png, pdf, min_png=1_000)
     texts = [t.get_text() for t in captured[0].axes[0].texts]
     assert texts and "Figure 1" in texts[0]

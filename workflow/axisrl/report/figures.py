@@ -1,6 +1,5 @@
-"""The paper's figures, drawn from polars frames the caller prepares (PNG + PDF out): here the
-study figures 2-4, and ``figure1`` and ``figure5`` re-exported from ``recipe_figures``, so every
-figure target is named in this module.
+"""The study's figures, drawn from polars frames the caller prepares (PNG + PDF out); the recipe's
+Figures 1 and 5 are in ``recipe_figures``.
 
 * ``figure2`` -- per-axis scaling laws (paper Figure 2): one log-log panel per swept data axis
   (``d_env``, ``d_task``, ``d_traj``), held-out loss ``L = -ln p`` against the axis value, mean +- SE
@@ -28,18 +27,15 @@ from matplotlib.ticker import LogFormatter
 from axisrl.laws.data import pool_points
 from axisrl.report import style
 from axisrl.report.panels import as_float, placeholder, require_columns
-from axisrl.report.recipe_figures import figure1, figure5
 
 __all__ = [
     "AXIS_ORDER",
     "FIT_COLUMNS",
     "POINT_COLUMNS",
     "TREND_COLUMNS",
-    "figure1",
     "figure2",
     "figure3",
     "figure4",
-    "figure5",
     "interaction_figure",
     "interaction_grid",
     "placeholder",
