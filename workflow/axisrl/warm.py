@@ -1,10 +1,11 @@
 """Warm start for the workflow's one-thread script jobs: a resident server forks one child per job.
 
 Every Snakemake ``script:`` job is a new Python process, and importing torch, numpy and scipy is a sizeable share
-of a short train job; serving the jobs saves about a tenth of the default study's wall time (bench/README.md).
-The server imports them once (``PRELOAD``) and forks a child per job. The job's own process (the client) hands over the stage, its arguments and its stdout/stderr, and
-waits for the exit status. The child watches the connection: a client that dies (Snakemake killed, a retry, an OOM
-kill) takes its child with it, and signals sent to the client are forwarded to the child.
+of a short train job; serving the jobs saves about a tenth of the default study's wall time (bench/README.md). The
+server imports them once (``PRELOAD``) and forks a child per job. The job's own process (the client) hands over the
+stage, its arguments and its stdout/stderr, and waits for the exit status. The child watches the connection: a
+client that dies (Snakemake killed, a retry, an OOM kill) takes its child with it, and signals sent to the client
+are forwarded to the child.
 
 Used only where the fork is safe and the server sits beside the job (``enabled``): Linux, a
 one-thread job, not inside a cluster job (Slurm ends every process a job started when it ends, a
