@@ -44,21 +44,13 @@ def pricing(
     from axisrl.pricing import PRICING_POINT_COLUMNS, price, pricing_tables
 
     options = settings["pricing"]
-    points = [
-        {
-            "point_key": point.design.point_key,
-            "source": point.source,
-            "axis": point.axis,
-            "real_amount": point.real_amount,
-            "role": point.role,
-            "ratio": point.ratio,
-            "multiple": point.multiple,
-        }
+    rows = [
+        {"point_key": point.design.point_key, **{c: getattr(point, c) for c in PRICING_POINT_COLUMNS[1:]}}
         for point in pricing_points(settings["study"])
     ]
     unit_costs = {method: values["unit_cost"] for method, values in settings["sources"]["methods"].items()}
-    if points:
-        points = pl.DataFrame(points, schema_overrides={"ratio": pl.Float64}).select(PRICING_POINT_COLUMNS)
+    if rows:
+        points = pl.DataFrame(rows, schema_overrides={"ratio": pl.Float64}).select(PRICING_POINT_COLUMNS)
         frames = price(
             read_artifact(inputs["runs"], "collect"),
             points,
