@@ -10,6 +10,7 @@ from typing import NamedTuple
 LAW_FRAMES = (
     "axis_fits",
     "points",
+    "noise",
     "local_slopes",
     "trends",
     "loo",
@@ -158,6 +159,12 @@ FIGURES: dict[str, Target] = {
         {"runs": ("collect", "runs")},
         "axisrl.report.figures:interaction_figure",
         {"tier": "laws.tier", "cost_per_env": "report.cost_per_env", "cost_per_task": "report.cost_per_task"},
+    ),
+    "fig_noise": Target(
+        "Figure: the seed spread of the axis sweeps against binomial noise",
+        {"runs": ("collect", "runs"), "noise": ("laws", "noise")},
+        "axisrl.report.noise_figure:noise_figure",
+        {"tier": "laws.tier", "take_off": "laws.take_off"},
     ),
     "fig4": Target(
         "Figure 4: synthesis collapse",

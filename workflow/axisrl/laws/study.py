@@ -22,8 +22,9 @@ from axisrl.laws.axis import (
     local_slopes,
     success_trends,
 )
-from axisrl.laws.data import AXES, axis_sweep, infer_centre, pool_points, usable_runs
+from axisrl.laws.data import AXES, TIERS, axis_sweep, infer_centre, pool_points, usable_runs
 from axisrl.laws.joint import fit_joint, interaction_pretest
+from axisrl.laws.noise import noise_frame
 from axisrl.laws.tables import (
     budget_convention_table,
     calibration_table,
@@ -40,13 +41,15 @@ from axisrl.laws.tables import (
 class LawSettings:
     """``tier``: the held-out tier every fit reads (T2, unseen worlds, is the headline);
     ``n_boot``: two-stage bootstrap resamples; ``subset_points``: Table 11 compares fits on the
-    first this-many grid points of each axis with fits on all of them."""
+    first this-many grid points of each axis with fits on all of them; ``take_off``: the ``noise``
+    frame's take-off share counts the seeds whose held-out success exceeds this."""
 
     tier: str = "T2"
     n_boot: int = 2000
     seed: int = 0
     calibration_tolerance: float = 0.01
     subset_points: int = 4
+    take_off: float = 0.1
 
 
 def _present(runs: pl.DataFrame, *families: str) -> bool:
@@ -75,6 +78,12 @@ def _sweep_points(runs: pl.DataFrame, tier: str, series: str, axes: Sequence[str
                 )
             )
     return pl.concat(frames) if frames else pl.DataFrame()
+
+
+def _tiers(runs: pl.DataFrame, tier: str) -> list[str]:
+    """The held-out tiers the runs carry counts of (``p_<tier>``/``n_<tier>``), else the fits' tier
+    (a user's runs table with one ``successes``/``trials`` pair)."""
+    return [t for t in TIERS if {f"p_{t}", f"n_{t}"} <= set(runs.columns)] or [tier]
 
 
 def _effective_d_task(runs: pl.DataFrame) -> pl.DataFrame:
@@ -111,6 +120,7 @@ def analyse(
         out["points"] = pl.concat(
             [_sweep_points(group, tier, name, axes) for name, (group, axes) in series.items()], how="diagonal_relaxed"
         )
+        out["noise"] = noise_frame(main, _tiers(main, tier), settings.take_off)
         out["local_slopes"] = local_slopes(main, tier=tier)
         out["trends"] = success_trends(main, tier=tier)
         out["loo"] = leave_one_out(main, tier=tier)
