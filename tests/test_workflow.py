@@ -275,7 +275,9 @@ def test_laws_tables_and_figures_of_the_smoke_study(smoke_run):
     assert pl.read_parquet(laws_dir / "table8.parquet")["status"].to_list() == ["not_run"]
     for name in (*LAW_TABLES, "table9"):
         assert (smoke_run / "results" / "tables" / f"{name}.md").read_text().startswith("# Table")
-    for name in ("fig2", "fig3"):
+    noise = pl.read_parquet(laws_dir / "noise.parquet")  # two points per axis, four tiers
+    assert noise.height == 24 and set(noise["tier"]) == {"T0", "T1", "T2", "all"}
+    for name in ("fig2", "fig3", "fig_noise"):
         png = smoke_run / "results" / "figures" / f"{name}.png"
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and (png.with_suffix(".pdf")).stat().st_size > 0
 
