@@ -58,12 +58,12 @@ def test_noise_frame_by_hand() -> None:
     assert frame.height == 12
     assert set(frame["axis"]) == {"d_env", "d_task"} and (frame["n_seeds"] == 3).all()
 
-    # p_i = 0, 0.1, 0.2 (20 trials each): s^2 = 0.01; binomial (0 + 0.09/20 + 0.16/20) / 3
+    # p_i = 0, 0.1, 0.2 (20 trials each): s^2 = 0.01; binomial at the pooled 0.1: 0.09 / 20
     low = row(frame, "d_env", 1)
     assert (low["successes"], low["trials"], low["p"]) == (6, 60, pytest.approx(0.1))
     assert low["between_seed_var"] == pytest.approx(0.01)
-    assert low["binomial_var"] == pytest.approx(0.0125 / 3)
-    assert low["design_effect"] == pytest.approx(2.4)
+    assert low["binomial_var"] == pytest.approx(0.0045)
+    assert low["design_effect"] == pytest.approx(0.01 / 0.0045)
     assert low["take_off_share"] == pytest.approx(1 / 3)  # 0.1 itself has not taken off
 
     centre = row(frame, "d_env", 2)
@@ -73,7 +73,7 @@ def test_noise_frame_by_hand() -> None:
 
     # p_i = 0.2, 0.5, 0.8 on 10, 30, 20 trials: pooled 33/60, s^2 = 0.09
     high = row(frame, "d_env", 4)
-    binomial = (0.16 / 10 + 0.25 / 30 + 0.16 / 20) / 3
+    binomial = 0.55 * 0.45 * (1 / 10 + 1 / 30 + 1 / 20) / 3
     assert high["p"] == pytest.approx(33 / 60)
     assert high["between_seed_var"] == pytest.approx(0.09)
     assert high["binomial_var"] == pytest.approx(binomial)
@@ -84,12 +84,12 @@ def test_noise_frame_by_hand() -> None:
     assert (zero["p"], zero["between_seed_var"], zero["binomial_var"], zero["take_off_share"]) == (0, 0, 0, 0)
     assert zero["design_effect"] is None
 
-    # p_i = 1, 0.2, 1: s^2 = ((4/15)^2 * 2 + (8/15)^2) / 2 = 16/75; binomial (0 + 0.16/20 + 0) / 3
+    # p_i = 1, 0.2, 1: s^2 = ((4/15)^2 * 2 + (8/15)^2) / 2 = 16/75; binomial at the pooled 11/15: (11/15)(4/15)/20
     top = row(frame, "d_task", 32)
     assert top["p"] == pytest.approx(44 / 60)
     assert top["between_seed_var"] == pytest.approx(16 / 75)
-    assert top["binomial_var"] == pytest.approx(0.008 / 3)
-    assert top["design_effect"] == pytest.approx(80.0)
+    assert top["binomial_var"] == pytest.approx(44 / 225 / 20)
+    assert top["design_effect"] == pytest.approx((16 / 75) / (44 / 225 / 20))
     assert top["take_off_share"] == pytest.approx(2 / 3 + 1 / 3)
 
     t0 = frame.filter(pl.col("tier") == "T0")

@@ -94,14 +94,15 @@ def noise_frame(runs: pl.DataFrame, tiers: Sequence[str], take_off: float) -> pl
     * ``n_seeds``: the point's usable runs; ``successes``, ``trials``: ``sum k_i``, ``sum n_i``;
     * ``p``: pooled success ``sum k_i / sum n_i``;
     * ``between_seed_var``: the sample variance of the ``p_i`` (ddof 1); null with one seed;
-    * ``binomial_var``: ``mean_i p_i (1 - p_i) / n_i``, the variance a seed's rate would have from
-      its episodes alone;
+    * ``binomial_var``: ``p (1 - p) mean_i 1 / n_i``, the variance a seed's rate would have if every
+      seed had the pooled success ``p`` and differed only by its episodes (so a seed at 0 or 1
+      success still counts the noise the binomial model expects of it);
     * ``take_off_share``: the share of seeds with ``p_i > take_off``;
     * ``design_effect``: ``between_seed_var / binomial_var``, the variance of the seeds' mean
       success under seed clustering (``between_seed_var / n_seeds``) over the variance binomial
       noise alone gives it (``binomial_var / n_seeds``): 1 when seeds differ only by their
       episodes' binomial noise, above 1 by as much as the seed spread adds. Null where
-      ``between_seed_var`` is null or ``binomial_var`` is 0 (every seed at 0 or 1 success).
+      ``between_seed_var`` is null or ``binomial_var`` is 0 (a pooled success of 0 or 1).
 
     ``runs``: the axis-sweep runs (``p_<tier>``/``n_<tier>`` per tier, or ``successes``/``trials``),
     selected as ``sweep_seeds`` says.
@@ -115,14 +116,20 @@ def noise_frame(runs: pl.DataFrame, tiers: Sequence[str], take_off: float) -> pl
         successes=pl.col("successes").sum(),
         trials=pl.col("trials").sum(),
         between_seed_var=p_i.var(ddof=1),
-        binomial_var=(p_i * (1 - p_i) / pl.col("trials")).mean(),
+        mean_inverse_trials=(1 / pl.col("trials")).mean(),
         take_off_share=(p_i > take_off).mean(),
     )
-    frame = frame.with_columns(
-        p=pl.col("successes") / pl.col("trials"),
-        between_seed_var=pl.when(pl.col("n_seeds") > 1).then(pl.col("between_seed_var")),
-    ).with_columns(
-        design_effect=pl.when(pl.col("binomial_var") > 0).then(pl.col("between_seed_var") / pl.col("binomial_var")),
+    frame = (
+        frame.with_columns(
+            p=pl.col("successes") / pl.col("trials"),
+            between_seed_var=pl.when(pl.col("n_seeds") > 1).then(pl.col("between_seed_var")),
+        )
+        .with_columns(
+            binomial_var=pl.col("p") * (1 - pl.col("p")) * pl.col("mean_inverse_trials"),
+        )
+        .with_columns(
+            design_effect=pl.when(pl.col("binomial_var") > 0).then(pl.col("between_seed_var") / pl.col("binomial_var")),
+        )
     )
     order = {axis: i for i, axis in enumerate(AXES)}
     return (
