@@ -2,7 +2,7 @@
 # registry (workflow/axisrl/stages/registry.py); every table and figure from axisrl/targets.py.
 import functools
 
-from axisrl.config import ConfigError, hashed_part, load_yaml, validate_config
+from axisrl.config import ConfigError, load_yaml, validate_config
 from axisrl.plan import Design
 from axisrl.stages import STAGES, episodes_stage, point_jobs, study, value_at
 from axisrl.targets import (
@@ -23,7 +23,6 @@ try:
 except ConfigError as error:
     raise WorkflowError(str(error)) from None
 
-HASHED = hashed_part(CONFIG, SCHEMA)
 TRAIN_BACKEND = CONFIG["train"]["backend"]
 GPU_RESOURCES = CONFIG["resources"]
 TRAIN = {point.train.key: point for point in STUDY.points.values()}
@@ -70,7 +69,7 @@ def _strategy_points(path):
     fields = list(Design.__dataclass_fields__)
     designs = pl.read_parquet(path).unique("point_key", maintain_order=True).select(fields)
     jobs = [
-        point_jobs(Design(**row), CONFIG["study"]["seeds"], HASHED, STUDY.specs)
+        point_jobs(Design(**row), CONFIG["study"]["seeds"], STUDY.hashed, STUDY.specs)
         for row in designs.iter_rows(named=True)
     ]
     return {point.train.key: point for point in jobs}

@@ -269,11 +269,13 @@ class PointJobs(NamedTuple):
 
 
 class Study(NamedTuple):
-    """Everything the workflow keys at parse time: the study-level stages' specs by name, and the grid
-    points' jobs (by point key, a second seed batch as ``<point key>+1``)."""
+    """Everything the workflow keys at parse time: the study-level stages' specs by name, the grid
+    points' jobs (by point key, a second seed batch as ``<point key>+1``) and the hashed config they
+    were keyed from (the recipe's strategy runs are keyed from it later)."""
 
     specs: dict[str, StageSpec]
     points: dict[str, PointJobs]
+    hashed: dict[str, Any]
 
 
 def point_jobs(
@@ -316,7 +318,7 @@ def study(config: Mapping[str, Any], schema: Mapping[str, Any]) -> Study:
     keyed("collect", train=digest.hexdigest()[:12])
     for name in ("laws", "pricing", "recipe", "validate", "catalog"):
         keyed(name)
-    return Study(specs, points)
+    return Study(specs, points, hashed)
 
 
 def key_table() -> str:
