@@ -69,12 +69,12 @@ RECIPE_FRAMES = ("law", "cost", "path", "exponents", "curves", "table18", "table
 UNIDENTIFIED = "no effect, so its slope only shows where the budget constraint put spare compute"
 RECIPE_TABLES = {
     "table18": "Table 18: measured cost drivers per domain (means over the runs the recipe law is fitted to)",
-    "table19": "Table 19: recipe exponents under progressively richer cost models (an identified_ column is false "
-    f"where the fitted law gives that axis {UNIDENTIFIED})",
-    "table20": "Table 20: recipe exponents per domain (OLS slope of ln x* on ln C, bootstrap interval; identified is "
-    f"false where the fitted law gives the axis {UNIDENTIFIED})",
-    "table21": "Table 21: recipe-exponent sensitivity to +-50% perturbations of cost coefficients (an identified_ "
-    f"column is false where the fitted law gives that axis {UNIDENTIFIED})",
+    "table19": "Table 19: recipe exponents under progressively richer cost models (not identified where the fitted "
+    f"law gives that axis {UNIDENTIFIED}; the CSV's identified_ columns)",
+    "table20": "Table 20: recipe exponents per domain (OLS slope of ln x* on ln C, bootstrap interval; not identified "
+    f"where the fitted law gives the axis {UNIDENTIFIED})",
+    "table21": "Table 21: recipe-exponent sensitivity to +-50% perturbations of cost coefficients (not identified "
+    f"where the fitted law gives that axis {UNIDENTIFIED}; the CSV's identified_ columns)",
 }
 """The tables computed by the ``recipe`` stage: target name -> title."""
 
@@ -98,7 +98,7 @@ class Target(NamedTuple):
     needs_recipe: bool = False
 
 
-COPY = "axisrl.report.tables:readable"
+COPY = "axisrl.report.tables:copied"
 COMPUTED_BY = {
     "table2": "axisrl.laws.axis:fit_axes_by",
     "table4": "axisrl.laws.tables:calibration_table",

@@ -1,8 +1,9 @@
-"""Tables as polars frames, written as Markdown (to read) and CSV (to reuse).
+"""Tables as polars frames, written as compact Markdown (to read) and CSV (to reuse).
 
-Most tables are a stage's frame made readable (``readable``); Table 9 is built here from the collected
-runs; ``write_table`` writes each. Rows come only from measured runs: a design the study did not
-run is absent, never filled in.
+Most tables are a stage's frame as it was computed (``copied``); Table 9 is built here from the
+collected runs; ``write_table`` writes each, the Markdown in its compact form (``compact``: the
+paper's columns) and the CSV with every column. Rows come only from measured runs: a design the
+study did not run is absent, never filled in.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import polars as pl
 
 from axisrl.budget import visits_per_run
 from axisrl.recipe.study import accounting, cost_model, drivers_table, with_charged_compute
+from axisrl.report.compact import compact_table, markdown, readable
 
 DESIGN_COLUMNS = ("d_env", "d_task", "d_traj", "width", "budget")
 
@@ -49,23 +51,16 @@ def table9(
     return table
 
 
-def readable(frame: pl.DataFrame) -> pl.DataFrame:
-    """A ``laws``, ``pricing`` or ``recipe`` frame as a table: columns that are null throughout are dropped."""
-    return frame.select(column for column in frame.columns if frame[column].null_count() < frame.height)
+def copied(frame: pl.DataFrame) -> pl.DataFrame:
+    """A table that is its stage's frame, as computed: ``write_table`` picks the columns the Markdown shows."""
+    return frame
 
 
-def write_table(frame: pl.DataFrame, markdown: str | Path, csv: str | Path, title: str) -> None:
-    """``frame`` as a Markdown table under ``title`` (floats to 3 significant digits) and as CSV."""
-    shown = frame.with_columns(pl.selectors.float().map_elements(lambda x: float(f"{x:.3g}"), return_dtype=pl.Float64))
-    with pl.Config(
-        tbl_formatting="MARKDOWN",
-        tbl_hide_column_data_types=True,
-        tbl_hide_dataframe_shape=True,
-        tbl_rows=-1,
-        tbl_cols=-1,
-        tbl_width_chars=10_000,
-        fmt_str_lengths=1_000,
-    ):
-        body = str(shown)
-    Path(markdown).write_text(f"# {title}\n\n{body}\n")
-    frame.write_csv(csv)
+def write_table(frame: pl.DataFrame, markdown_path: str | Path, csv: str | Path, title: str, name: str = "") -> None:
+    """``frame`` as a Markdown table under ``title``, in the compact form of table ``name``
+    (``compact_table``; the whole frame for a name without one), and as CSV with every column that
+    holds a value, so a reader gets the paper's columns and a script the rest."""
+    body = markdown(compact_table(name, frame))
+    note = "The CSV beside this file holds every column; intervals are 95%, written value [lo, hi]."
+    Path(markdown_path).write_text(f"# {title}\n\n{note}\n\n{body}\n", encoding="utf-8")
+    readable(frame).write_csv(csv)

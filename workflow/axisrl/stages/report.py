@@ -32,12 +32,12 @@ def _frames(target: Target, inputs: Mapping[str, str]) -> dict[str, Any]:
 def table(
     spec: StageSpec | None, settings: Mapping[str, Any], inputs: Mapping[str, str], outputs: Mapping[str, str]
 ) -> None:
-    """One table of the paper as Markdown and CSV."""
+    """One table of the paper as compact Markdown and full CSV."""
     from axisrl.report.tables import write_table
 
     target = TABLES[settings["name"]]
     frame = resolve(target.make)(**_frames(target, inputs), **settings["options"])
-    write_table(frame, outputs["markdown"], outputs["csv"], target.title)
+    write_table(frame, outputs["markdown"], outputs["csv"], target.title, settings["name"])
     log.info("%s: %d rows", settings["name"], frame.height)
 
 
