@@ -26,7 +26,7 @@ def _points() -> pl.DataFrame:
 
 
 def _fits() -> pl.DataFrame:
-    """One selected fit per (axis, series): power with null E, floor for d_traj."""
+    """One fit per (axis, series); the floor law identified and preferred for d_traj only."""
     rows = []
     for (axis, alpha), (s, a) in itertools.product(ALPHAS.items(), SERIES.items()):
         floor = axis == "d_traj"
@@ -34,14 +34,16 @@ def _fits() -> pl.DataFrame:
             {
                 "axis": axis,
                 "series": s,
-                "model": "floor" if floor else "power",
                 "status": "ok",
-                "selected": True,
                 "alpha": alpha,
                 "alpha_lo": alpha - 0.03,
                 "alpha_hi": alpha + 0.03,
-                "E": 0.05 if floor else None,
                 "A": a,
+                "floor_alpha": alpha + 0.2,
+                "floor_E": 0.05,
+                "floor_A": a,
+                "floor_identified": floor,
+                "aicc_prefers": "floor" if floor else "power",
                 "x_min": 1.0,
                 "x_max": 32.0,
             }
@@ -109,7 +111,6 @@ def test_figure2_too_few_points(tmp_path, captured):
         status=pl.when((pl.col("axis") == "d_task") & (pl.col("series") == "N=128"))
         .then(pl.lit("too_few_points"))
         .otherwise(pl.col("status")),
-        selected=~((pl.col("axis") == "d_task") & (pl.col("series") == "N=128")),
     )
     points = _points().filter((pl.col("axis") != "d_task") | (pl.col("series") != "N=128") | (pl.col("x") < 3))
     figures.figure2(points, fits, tmp_path / "f.png", tmp_path / "f.pdf")

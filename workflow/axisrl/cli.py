@@ -50,11 +50,10 @@ def _read_runs(path: str) -> pl.DataFrame:
 
 
 def _fit(runs_path: str, episodes_path: str | None, out: str, settings: dict) -> None:
-    from pathlib import Path
-
     from axisrl.laws.study import LawSettings, analyse
+    from axisrl.report.compact import fits_by_setting, markdown
     from axisrl.report.figures import figure2
-    from axisrl.report.tables import readable, write_table
+    from axisrl.report.tables import write_table
 
     runs = _read_runs(runs_path)
     episodes = _read_runs(episodes_path) if episodes_path else None
@@ -63,14 +62,11 @@ def _fit(runs_path: str, episodes_path: str | None, out: str, settings: dict) ->
     folder.mkdir(parents=True, exist_ok=True)
     for name, frame in frames.items():
         frame.write_parquet(folder / f"{name}.parquet")
-        write_table(readable(frame), folder / f"{name}.md", folder / f"{name}.csv", name)
+        write_table(frame, folder / f"{name}.md", folder / f"{name}.csv", name, name)
     figure2(frames["points"], frames["axis_fits"], folder / "fig2.png", folder / "fig2.pdf", frames.get("trends"))
-    fits = frames["axis_fits"].filter(pl.col("selected"))
-    for row in fits.iter_rows(named=True):
-        print(
-            f"{row['series']} {row['axis']}: alpha = {row['alpha']:.3f} [{row['alpha_lo']:.3f}, {row['alpha_hi']:.3f}]"
-            f" ({row['model']}, {row['n_points']} points)"
-        )
+    table2 = fits_by_setting({"series": "model size"}).build(frames["axis_fits"])
+    print("Table 2: log-log slope alpha of L = -ln p per axis, 95 % interval (every column: axis_fits.csv)")
+    print(markdown(pl.DataFrame(table2, schema=dict.fromkeys(table2[0], pl.String))))
     for warning in frames["warnings"]["warning"]:
         print(f"axisrl: warning: {warning}", file=sys.stderr)
     print(f"wrote {len(frames)} tables and fig2 to {folder}")

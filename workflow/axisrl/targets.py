@@ -14,7 +14,6 @@ LAW_FRAMES = (
     "local_slopes",
     "trends",
     "loo",
-    "bootstrap",
     "ordering",
     "joint",
     "interaction",

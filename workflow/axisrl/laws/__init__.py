@@ -30,8 +30,6 @@ Loss: ``L = -ln p`` of the seed-pooled success ``p = sum successes / sum trials`
 
 from axisrl.laws.axis import (
     axis_ordering,
-    bootstrap_alphas,
-    bootstrap_intervals,
     fit_axes,
     fit_axes_by,
     leave_one_out,
@@ -63,8 +61,6 @@ from axisrl.laws.tables import (
 __all__ = [
     "Law",
     "axis_ordering",
-    "bootstrap_alphas",
-    "bootstrap_intervals",
     "bootstrap_joint",
     "budget_convention_table",
     "calibration_table",

@@ -1,10 +1,12 @@
 """Per-axis scaling laws: one axis swept, the others held (``docs/methods.md``), from a runs table.
 
-Per axis: both models of ``models`` fitted to the seed-pooled sweep with the selected one marked
-(``fit_axes``, ``fit_axes_by``), leave-one-out refits, fit-free local slopes, the trend of
-held-out success, and the two-stage bootstrap of the exponents with the axis ordering it tests.
-``floor`` is selected over ``power`` only if its quasi-AICc (chi2 divided by the larger model's
-dispersion, floored at 1) is lower by more than 2 *and* the local slopes fall with ``x``.
+Per axis (``fit_axes``, ``fit_axes_by``): ``alpha``, the weighted log-log slope of the seed-pooled
+``L = -ln p`` over the sweep, always; the floor law ``L = E + A x^-alpha`` in its own ``floor_*``
+columns, marked not identified where its profile interval reaches a bound or its information matrix
+is singular; and the quasi-AICc of both, as information that never changes what a column means.
+Also leave-one-out refits, fit-free local slopes, the trend of held-out success, and the ordering
+of the axes' slopes. Intervals of the slope and of slope differences come from each grid point's own
+seeds (``intervals``); their coverage is checked on simulated studies.
 """
 
 from __future__ import annotations
@@ -20,15 +22,13 @@ import statsmodels.api as sm
 from axisrl.laws.data import (
     AXES,
     RunArrays,
-    TaskMatrix,
     axis_sweep,
     check_one_setting,
     infer_centre,
     point_statistics,
-    resample,
-    task_matrix,
     usable_runs,
 )
+from axisrl.laws.intervals import Interval, linear_interval, pooled_log_loss, slope_coefficients
 from axisrl.laws.models import (
     ALPHA_BOUNDS,
     ALPHA_GRID,
@@ -39,7 +39,6 @@ from axisrl.laws.models import (
     ExponentFit,
     FloorProfile,
     fit_floor,
-    fit_models,
     fit_power,
     floor_profile,
     quasi_aicc,
@@ -54,14 +53,12 @@ __all__ = [
     "MIN_POINTS",
     "MODELS",
     "N_PARAMS",
-    "REPLICATE_SCHEMA",
+    "ORDERING_SCHEMA",
     "SLOPE_SCHEMA",
     "TREND_SCHEMA",
     "ExponentFit",
     "FloorProfile",
     "axis_ordering",
-    "bootstrap_alphas",
-    "bootstrap_intervals",
     "fit_axes",
     "fit_axes_by",
     "fit_floor",
@@ -77,7 +74,6 @@ __all__ = [
 
 FIT_SCHEMA = {
     "axis": pl.String,
-    "model": pl.String,
     "status": pl.String,
     "reason": pl.String,
     "n_points": pl.Int64,
@@ -88,22 +84,35 @@ FIT_SCHEMA = {
     "alpha": pl.Float64,
     "alpha_lo": pl.Float64,
     "alpha_hi": pl.Float64,
-    "E": pl.Float64,
+    "alpha_dof": pl.Float64,
     "A": pl.Float64,
-    "dispersion": pl.Float64,
     "r_squared": pl.Float64,
-    "aicc": pl.Float64,
-    "delta_aicc": pl.Float64,
-    "selected": pl.Boolean,
+    "dispersion": pl.Float64,
+    "floor_alpha": pl.Float64,
+    "floor_alpha_lo": pl.Float64,
+    "floor_alpha_hi": pl.Float64,
+    "floor_E": pl.Float64,
+    "floor_A": pl.Float64,
+    "floor_identified": pl.Boolean,
+    "floor_note": pl.String,
+    "aicc_power": pl.Float64,
+    "aicc_floor": pl.Float64,
+    "aicc_prefers": pl.String,
     "max_loo_point_shift": pl.Float64,
     "max_loo_seed_shift": pl.Float64,
     "loo_unstable": pl.Boolean,
 }
-"""``loo_unstable``: some leave-one-out shift exceeds half the CI width, so one point or seed drives the fit."""
+"""One row per axis. ``alpha``: the weighted log-log slope (``ln L = ln A - alpha ln x``, weights
+``1/var(ln L)``), with its seed-level t-interval on ``alpha_dof`` Welch-Satterthwaite degrees of
+freedom; ``r_squared`` and ``dispersion`` (chi2 per dof) are the log-log line's. ``floor_*``: the
+floor law ``E + A x^-alpha`` (profile interval), ``floor_identified`` false with ``floor_note``
+saying why where its interval reaches a bound of ``ALPHA_BOUNDS``, ``A`` is 0 or its information
+matrix is singular. ``aicc_prefers``: "floor" where its quasi-AICc is lower by more than 2 and the
+local slopes fall with ``x``, else "power"; information only. ``loo_unstable``: some leave-one-out
+shift of ``alpha`` exceeds half its interval's width, so one point or seed drives the slope."""
 
 LOO_SCHEMA = {
     "axis": pl.String,
-    "model": pl.String,
     "left_out": pl.String,
     "left_out_value": pl.Float64,
     "alpha": pl.Float64,
@@ -127,7 +136,18 @@ TREND_SCHEMA = {
     "p_value": pl.Float64,
 }
 """``slope``: held-out success gained per doubling of the axis, with its CI and two-sided p-value."""
-REPLICATE_SCHEMA = {"replicate": pl.Int64, "axis": pl.String, "model": pl.String, "alpha": pl.Float64}
+ORDERING_SCHEMA = {
+    "axis_a": pl.String,
+    "axis_b": pl.String,
+    "alpha_diff": pl.Float64,
+    "alpha_diff_lo": pl.Float64,
+    "alpha_diff_hi": pl.Float64,
+    "alpha_diff_dof": pl.Float64,
+    "p_value": pl.Float64,
+}
+"""``alpha_diff``: ``alpha`` of ``axis_a`` minus ``alpha`` of ``axis_b``, with its seed-level
+t-interval (the sweeps share their centre point, which the difference accounts for) and the
+two-sided p-value of no difference."""
 
 
 def _local_slopes(x: np.ndarray, loss: np.ndarray, var_loss: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -137,24 +157,33 @@ def _local_slopes(x: np.ndarray, loss: np.ndarray, var_loss: np.ndarray) -> tupl
     return -np.diff(log_loss) / step, np.sqrt(var_log[1:] + var_log[:-1]) / step
 
 
-class _SweepFit(NamedTuple):
-    """The seed-pooled points of one sweep and both model fits to them."""
+class _Pooled(NamedTuple):
+    """The seed-pooled points of one sweep: grid values and ``point_statistics``' loss and variance."""
 
     x: np.ndarray
     loss: np.ndarray
     var_loss: np.ndarray
-    fits: dict[str, ExponentFit | None]
 
 
-def _sweep_fit(arrays: RunArrays, axis: str, with_ci: bool) -> _SweepFit:
-    """Pooled points of one sweep and both model fits."""
+def _pooled(arrays: RunArrays, axis: str) -> _Pooled:
     pooled = point_statistics(arrays.point_index, arrays.successes, arrays.trials, arrays.points.height)
-    x = arrays.points[axis].to_numpy().astype(np.float64)
-    return _SweepFit(x, pooled.loss, pooled.var_loss, fit_models(x, pooled.loss, pooled.var_loss, with_ci))
+    return _Pooled(arrays.points[axis].to_numpy().astype(np.float64), pooled.loss, pooled.var_loss)
 
 
-def _loo_rows(arrays: RunArrays, axis: str, fits: Mapping[str, ExponentFit | None]) -> list[dict]:
-    """Refits with one grid point, then one seed, left out; ``delta_alpha`` against the full fit."""
+def _slope_coefficients(pooled: _Pooled) -> np.ndarray:
+    """``c`` with ``alpha = c @ ln L``: minus the weights of the WLS slope of ``ln L`` on ``ln x``
+    (weights ``1 / var(ln L) = L^2 / var(L)``, as ``fit_power`` weights)."""
+    return -slope_coefficients(np.log(pooled.x), pooled.loss**2 / pooled.var_loss)
+
+
+def _slope_interval(arrays: RunArrays, pooled: _Pooled) -> Interval:
+    """The seed-level t-interval of ``alpha`` (``intervals``)."""
+    points = pooled_log_loss(arrays.point_index, arrays.successes, arrays.trials, arrays.points.height)
+    return linear_interval(_slope_coefficients(pooled), points, LEVEL)
+
+
+def _loo_rows(arrays: RunArrays, axis: str, alpha: float) -> list[dict]:
+    """``alpha`` refitted with one grid point, then one seed, left out; ``delta_alpha`` against ``alpha``."""
     x = arrays.points[axis].to_numpy().astype(np.float64)
     units = [("point", float(x[j]), arrays.point_index != j) for j in range(len(x))]
     seeds = np.unique(arrays.seed)
@@ -162,79 +191,94 @@ def _loo_rows(arrays: RunArrays, axis: str, fits: Mapping[str, ExponentFit | Non
         units += [("seed", float(s), arrays.seed != s) for s in seeds]
     rows = []
     for left_out, value, keep in units:
-        refits = _sweep_fit(arrays.subset(keep), axis, with_ci=False).fits
-        for model in MODELS:
-            full, refit = fits[model], refits[model]
-            if full is not None and refit is not None:
-                rows.append(
-                    {
-                        "axis": axis,
-                        "model": model,
-                        "left_out": left_out,
-                        "left_out_value": value,
-                        "alpha": refit.alpha,
-                        "delta_alpha": refit.alpha - full.alpha,
-                    }
-                )
-    return rows
-
-
-def _axis_rows(arrays: RunArrays, axis: str, n_failed: int) -> list[dict]:
-    """The two model rows of one sweep, with selection and leave-one-out shifts."""
-    n_points = arrays.points.height
-    base = {"axis": axis, "n_points": n_points, "n_runs": len(arrays.point_index), "n_failed_excluded": n_failed}
-    if n_points:
-        x_all = arrays.points[axis].to_numpy()
-        base |= {"x_min": float(x_all.min()), "x_max": float(x_all.max())}
-    if n_points < MIN_POINTS["power"]:
-        reason = f"{n_points} usable grid points; a fit needs at least {MIN_POINTS['power']}"
-        return [base | {"model": m, "status": "too_few_points", "reason": reason, "selected": False} for m in MODELS]
-    x, loss, var_loss, fits = _sweep_fit(arrays, axis, with_ci=True)
-    largest = fits["floor"] or fits["power"]
-    dispersion = max(1.0, largest.chi2 / largest.dof)
-    aicc = {m: quasi_aicc(f.chi2, N_PARAMS[m], n_points, dispersion) for m, f in fits.items() if f}
-    slopes, slope_se = _local_slopes(x, loss, var_loss)
-    falling = np.polyfit(np.log(x[:-1] * x[1:]) / 2, slopes, 1, w=1 / slope_se)[0] < 0
-    chosen = "floor" if ("floor" in aicc and aicc["power"] - aicc["floor"] > 2 and falling) else "power"
-    loo = pl.DataFrame(_loo_rows(arrays, axis, fits), schema=LOO_SCHEMA)
-    rows = []
-    for model in MODELS:
-        fit = fits[model]
-        if fit is None:
-            rows.append(
-                base
-                | {
-                    "model": model,
-                    "status": "too_few_points",
-                    "selected": False,
-                    "reason": f"{n_points} usable grid points; {model} needs {MIN_POINTS[model]}",
-                }
-            )
+        kept = arrays.subset(keep)
+        if kept.points.height < MIN_POINTS["power"]:
             continue
-        shifts = loo.filter(pl.col("model") == model).group_by("left_out").agg(pl.col("delta_alpha").abs().max())
-        shift = dict(zip(shifts["left_out"], shifts["delta_alpha"], strict=True))
-        largest_shift = max(shift.values(), default=0.0)
+        refit = _pooled(kept, axis)
+        refit_alpha = fit_power(refit.x, refit.loss, refit.var_loss).alpha
         rows.append(
-            base
-            | {
-                "model": model,
-                "status": "ok",
-                "alpha": fit.alpha,
-                "alpha_lo": fit.alpha_lo,
-                "alpha_hi": fit.alpha_hi,
-                "E": fit.E,
-                "A": fit.A,
-                "dispersion": fit.chi2 / fit.dof,
-                "r_squared": fit.r_squared,
-                "aicc": aicc[model],
-                "delta_aicc": aicc[model] - min(aicc.values()),
-                "selected": model == chosen,
-                "max_loo_point_shift": shift.get("point"),
-                "max_loo_seed_shift": shift.get("seed"),
-                "loo_unstable": largest_shift > (fit.alpha_hi - fit.alpha_lo) / 2,
+            {
+                "axis": axis,
+                "left_out": left_out,
+                "left_out_value": value,
+                "alpha": refit_alpha,
+                "delta_alpha": refit_alpha - alpha,
             }
         )
     return rows
+
+
+SINGULAR_CONDITION = 1e12
+"""Condition number above which the floor law's information matrix counts as singular."""
+
+
+def _floor_note(fit: ExponentFit | None, pooled: _Pooled) -> str | None:
+    """Why the floor law's exponent is not identified on this sweep (None: it is)."""
+    if fit is None:
+        return f"{len(pooled.x)} grid points; the floor law needs {MIN_POINTS['floor']}"
+    low, high = ALPHA_BOUNDS
+    if fit.alpha_lo <= low or fit.alpha_hi >= high:
+        return f"its profile interval reaches the bound {low if fit.alpha_lo <= low else high} of alpha"
+    if fit.A <= 0:
+        return "A = 0: the sweep is flat at its floor E"
+    power = pooled.x**-fit.alpha
+    jacobian = np.column_stack((np.ones_like(pooled.x), power, -fit.A * power * np.log(pooled.x)))
+    information = jacobian.T @ (jacobian / pooled.var_loss[:, None])
+    if np.linalg.cond(information) > SINGULAR_CONDITION:
+        return "its information matrix is singular: E, A and alpha trade off on this grid"
+    return None
+
+
+def _axis_row(arrays: RunArrays, axis: str, n_failed: int) -> dict:
+    """One sweep's row: the log-log slope, the floor law, their quasi-AICc, leave-one-out shifts."""
+    n_points = arrays.points.height
+    row: dict = {"axis": axis, "n_points": n_points, "n_runs": len(arrays.point_index), "n_failed_excluded": n_failed}
+    if n_points:
+        x_all = arrays.points[axis].to_numpy()
+        row |= {"x_min": float(x_all.min()), "x_max": float(x_all.max())}
+    if n_points < MIN_POINTS["power"]:
+        reason = f"{n_points} usable grid points; a fit needs at least {MIN_POINTS['power']}"
+        return row | {"status": "too_few_points", "reason": reason, "floor_identified": False, "floor_note": reason}
+    pooled = _pooled(arrays, axis)
+    power = fit_power(pooled.x, pooled.loss, pooled.var_loss)
+    floor = fit_floor(pooled.x, pooled.loss, pooled.var_loss) if n_points >= MIN_POINTS["floor"] else None
+    interval = _slope_interval(arrays, pooled)
+    alpha_lo = power.alpha - (interval.estimate - interval.lo)
+    alpha_hi = power.alpha + (interval.hi - interval.estimate)
+    largest = floor or power
+    dispersion = max(1.0, largest.chi2 / largest.dof)
+    aicc_power = quasi_aicc(power.chi2, N_PARAMS["power"], n_points, dispersion)
+    aicc_floor = quasi_aicc(floor.chi2, N_PARAMS["floor"], n_points, dispersion) if floor else None
+    slopes, slope_se = _local_slopes(pooled.x, pooled.loss, pooled.var_loss)
+    falling = np.polyfit(np.log(pooled.x[:-1] * pooled.x[1:]) / 2, slopes, 1, w=1 / slope_se)[0] < 0
+    prefers_floor = aicc_floor is not None and aicc_power - aicc_floor > 2 and falling
+    loo = pl.DataFrame(_loo_rows(arrays, axis, power.alpha), schema=LOO_SCHEMA)
+    shifts = loo.group_by("left_out").agg(pl.col("delta_alpha").abs().max())
+    shift = dict(zip(shifts["left_out"], shifts["delta_alpha"], strict=True))
+    note = _floor_note(floor, pooled)
+    return row | {
+        "status": "ok",
+        "alpha": power.alpha,
+        "alpha_lo": alpha_lo,
+        "alpha_hi": alpha_hi,
+        "alpha_dof": interval.dof,
+        "A": power.A,
+        "r_squared": power.r_squared,
+        "dispersion": power.chi2 / power.dof,
+        "floor_alpha": floor.alpha if floor else None,
+        "floor_alpha_lo": floor.alpha_lo if floor else None,
+        "floor_alpha_hi": floor.alpha_hi if floor else None,
+        "floor_E": floor.E if floor else None,
+        "floor_A": floor.A if floor else None,
+        "floor_identified": note is None,
+        "floor_note": note,
+        "aicc_power": aicc_power,
+        "aicc_floor": aicc_floor,
+        "aicc_prefers": "floor" if prefers_floor else "power",
+        "max_loo_point_shift": shift.get("point"),
+        "max_loo_seed_shift": shift.get("seed"),
+        "loo_unstable": max(shift.values(), default=0.0) > (alpha_hi - alpha_lo) / 2,
+    }
 
 
 def _sweeps(
@@ -254,15 +298,16 @@ def _sweeps(
 def fit_axes(
     runs: pl.DataFrame, axes: Sequence[str] = AXES, *, tier: str = "all", centre: Mapping[str, int] | None = None
 ) -> pl.DataFrame:
-    """Per axis and model (``power``, ``floor``): alpha with its CI, E, A, dispersion, R^2, AICc,
-    which model is selected, and the largest leave-one-point-out and leave-one-seed-out shifts.
+    """One row per axis (``FIT_SCHEMA``): the log-log slope ``alpha`` with its seed-level interval,
+    the floor law in ``floor_*`` columns, both models' quasi-AICc, and the largest
+    leave-one-point-out and leave-one-seed-out shifts of ``alpha``.
 
     ``centre`` gives the held value of each axis (default: inferred, see ``infer_centre``). An axis
     with fewer usable points than a model needs gets ``status = "too_few_points"`` and a reason.
     """
     rows = []
     for axis, (sweep, n_failed) in _sweeps(runs, axes, tier, centre).items():
-        rows += _axis_rows(RunArrays.from_runs(sweep, [axis]), axis, n_failed)
+        rows.append(_axis_row(RunArrays.from_runs(sweep, [axis]), axis, n_failed))
     return pl.DataFrame(rows, schema=FIT_SCHEMA)
 
 
@@ -287,12 +332,13 @@ def fit_axes_by(
 def leave_one_out(
     runs: pl.DataFrame, axes: Sequence[str] = AXES, *, tier: str = "all", centre: Mapping[str, int] | None = None
 ) -> pl.DataFrame:
-    """Alpha of each model refitted with each grid point, then each seed, left out."""
+    """``alpha`` refitted with each grid point, then each seed, left out."""
     rows = []
     for axis, (sweep, _) in _sweeps(runs, axes, tier, centre).items():
         arrays = RunArrays.from_runs(sweep, [axis])
         if arrays.points.height >= MIN_POINTS["power"]:
-            rows += _loo_rows(arrays, axis, _sweep_fit(arrays, axis, with_ci=False).fits)
+            pooled = _pooled(arrays, axis)
+            rows += _loo_rows(arrays, axis, fit_power(pooled.x, pooled.loss, pooled.var_loss).alpha)
     return pl.DataFrame(rows, schema=LOO_SCHEMA)
 
 
@@ -357,99 +403,41 @@ def success_trends(
     return pl.DataFrame(rows, schema=TREND_SCHEMA)
 
 
-def bootstrap_alphas(
-    runs: pl.DataFrame,
-    axes: Sequence[str] = AXES,
-    *,
-    n_boot: int = 2000,
-    seed: int = 0,
-    tier: str = "all",
-    centre: Mapping[str, int] | None = None,
-    episodes: pl.DataFrame | None = None,
+def axis_ordering(
+    runs: pl.DataFrame, axes: Sequence[str] = AXES, *, tier: str = "all", centre: Mapping[str, int] | None = None
 ) -> pl.DataFrame:
-    """Alpha of each axis and model in each two-stage bootstrap replicate (seeds, then tasks).
-
-    All axes are refitted from the *same* replicate, so the shared centre point moves together
-    across sweeps and differences between axes are bootstrapped correctly (``axis_ordering``).
-    With ``episodes`` tasks are resampled from the per-task rows, else successes are binomial.
-    """
+    """Ordering claims tested on the difference of two axes' slopes, not on overlapping marginal
+    intervals: per pair of axes, ``alpha_a - alpha_b`` with its seed-level t-interval and p-value
+    (``ORDERING_SCHEMA``). Both slopes are linear in the points' ``ln L``, so their difference is
+    too, over the union of the two sweeps; the shared centre point enters with both weights."""
     sweeps = _sweeps(runs, axes, tier, centre)
     union = pl.concat([sweep for sweep, _ in sweeps.values()], how="diagonal_relaxed").unique(
         subset=["run_key"] if "run_key" in runs.columns else None, maintain_order=True
     )
     design = [a for a in AXES if a in union.columns]
     arrays = RunArrays.from_runs(union, design)
-    tasks: TaskMatrix | None = None
-    if episodes is not None:
-        if arrays.run_keys is None:
-            raise ValueError("a task-level bootstrap needs a run_key column to match episodes")
-        tasks = task_matrix(episodes, arrays.run_keys, tier)
-    members = {}
-    for axis in sweeps:
-        point_in_sweep = (
-            arrays.points.with_row_index("i")
-            .join(sweeps[axis][0].select(design).unique(), on=design, how="semi")["i"]
-            .to_numpy()
-        )
-        run_mask = np.isin(arrays.point_index, point_in_sweep)
-        local = np.searchsorted(point_in_sweep, arrays.point_index[run_mask])
-        members[axis] = (run_mask, local, arrays.points[point_in_sweep.tolist()][axis].to_numpy().astype(float))
-    rng = np.random.default_rng(seed)
-    rows = []
-    for replicate in range(n_boot):
-        successes, trials = resample(arrays, rng, tasks)
-        for axis, (run_mask, local, x) in members.items():
-            s = point_statistics(local, successes[run_mask], trials[run_mask], len(x))
-            for model, fit in fit_models(x, s.loss, s.var_loss, with_ci=False).items():
-                rows.append((replicate, axis, model, fit.alpha if fit else None))
-    return pl.DataFrame(rows, schema=REPLICATE_SCHEMA, orient="row")
-
-
-def bootstrap_intervals(replicates: pl.DataFrame, level: float = LEVEL) -> pl.DataFrame:
-    """Percentile interval of alpha per axis and model (``alpha_boot_lo``, ``alpha_boot_hi``)."""
-    tail = (1 - level) / 2
-    return (
-        replicates.drop_nulls("alpha")
-        .group_by("axis", "model", maintain_order=True)
-        .agg(
-            alpha_boot_lo=pl.col("alpha").quantile(tail, "linear"),
-            alpha_boot_hi=pl.col("alpha").quantile(1 - tail, "linear"),
-            n_boot=pl.len(),
-        )
-    )
-
-
-def axis_ordering(replicates: pl.DataFrame, model: str = "power", level: float = LEVEL) -> pl.DataFrame:
-    """Ordering claims tested on bootstrapped differences, not on overlapping marginal CIs: per
-    pair of axes, the percentile CI of ``alpha_a - alpha_b`` and the fraction of replicates with
-    ``alpha_a > alpha_b``. ``model`` picks which fit's alphas are compared."""
-    wide = replicates.filter(pl.col("model") == model).pivot(on="axis", index="replicate", values="alpha").drop_nulls()
-    tail = (1 - level) / 2
-    rows = []
-    for a, b in itertools.combinations([c for c in wide.columns if c != "replicate"], 2):
-        diff = (wide[a] - wide[b]).to_numpy()
-        if not len(diff):  # an axis without a fit in any replicate: nothing to order
+    points = pooled_log_loss(arrays.point_index, arrays.successes, arrays.trials, arrays.points.height)
+    indexed = arrays.points.with_row_index("i")
+    coefficients = {}
+    for axis, (sweep, _) in sweeps.items():
+        local = RunArrays.from_runs(sweep, [axis])
+        if local.points.height < MIN_POINTS["power"]:
             continue
+        in_sweep = indexed.join(sweep.select(design).unique(), on=design, how="semi").sort(axis)["i"].to_numpy()
+        coefficients[axis] = np.zeros(arrays.points.height)
+        coefficients[axis][in_sweep] = _slope_coefficients(_pooled(local, axis))
+    rows = []
+    for a, b in itertools.combinations(coefficients, 2):
+        difference = linear_interval(coefficients[a] - coefficients[b], points, LEVEL)
         rows.append(
             {
                 "axis_a": a,
                 "axis_b": b,
-                "model": model,
-                "alpha_diff_lo": float(np.quantile(diff, tail)),
-                "alpha_diff_hi": float(np.quantile(diff, 1 - tail)),
-                "frac_a_greater": float(np.mean(diff > 0)),
-                "n_boot": len(diff),
+                "alpha_diff": difference.estimate,
+                "alpha_diff_lo": difference.lo,
+                "alpha_diff_hi": difference.hi,
+                "alpha_diff_dof": difference.dof,
+                "p_value": difference.p_value,
             }
         )
-    return pl.DataFrame(
-        rows,
-        schema={
-            "axis_a": pl.String,
-            "axis_b": pl.String,
-            "model": pl.String,
-            "alpha_diff_lo": pl.Float64,
-            "alpha_diff_hi": pl.Float64,
-            "frac_a_greater": pl.Float64,
-            "n_boot": pl.Int64,
-        },
-    )
+    return pl.DataFrame(rows, schema=ORDERING_SCHEMA)

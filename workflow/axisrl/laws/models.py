@@ -160,7 +160,8 @@ def fit_floor(x: np.ndarray, loss: np.ndarray, var_loss: np.ndarray, with_ci: bo
         alpha_lo = _profile_crossing(profile, grid_rss, alpha, threshold, side=-1)
         alpha_hi = _profile_crossing(profile, grid_rss, alpha, threshold, side=+1)
     mean = np.average(loss, weights=weight)
-    r_squared = 1.0 - rss / float(np.sum(weight * (loss - mean) ** 2))
+    with np.errstate(divide="ignore", invalid="ignore"):  # a flat sweep: R^2 undefined, as for fit_power
+        r_squared = float(1.0 - rss / np.sum(weight * (loss - mean) ** 2))
     return ExponentFit(alpha, alpha_lo, alpha_hi, E, A, rss, dof, r_squared)
 
 

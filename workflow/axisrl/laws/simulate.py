@@ -1,15 +1,17 @@
 """Studies simulated from a known law, so that the fits can be checked against the truth.
 
-Each run's success probability is ``exp(-L)`` of the law at its design (optionally with
-multiplicative between-seed noise on ``L``); each held-out task is an independent Bernoulli draw.
-Runs get the columns of the ``collect`` stage, episodes the per-task rows of ``evaluate``.
+Each run's success probability is ``exp(-L)`` of the law at its design, with the noise real studies
+show (``NoiseModel``): multiplicative between-seed noise on ``L`` whose size differs by grid point,
+and a share of runs that do not take off. Each held-out task is an independent Bernoulli draw.
+Runs get the columns of the ``collect`` stage, episodes the per-task rows of ``evaluate``, and
+``points`` each grid point's expected pooled success, the truth the fits estimate.
 """
 
 from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, replace
+from dataclasses import asdict, dataclass, replace
 from typing import NamedTuple
 
 import numpy as np
@@ -31,9 +33,40 @@ STEPS_PER_EPISODE = 4
 ``d_traj`` rollouts a visit."""
 
 
+@dataclass(frozen=True)
+class NoiseModel:
+    """How the runs of one grid point differ.
+
+    ``seed_sd``: standard deviation of ``ln L`` between training seeds (0: binomial noise only);
+    ``seed_sd_spread``: standard deviation of ``ln seed_sd`` across grid points (each point draws its
+    own seed spread, as the default study's design effects range over a factor of 50);
+    ``no_take_off``: the chance that a run does not take off and scores ``untrained_success``
+    instead (the tiny backend's bimodal seeds).
+    """
+
+    seed_sd: float = 0.0
+    seed_sd_spread: float = 0.0
+    no_take_off: float = 0.0
+    untrained_success: float = 0.02
+
+
+GAUSS_HERMITE = np.polynomial.hermite_e.hermegauss(40)
+"""Nodes and weights of the seed-noise expectation (probabilists' Hermite: weight ``exp(-z^2/2)``)."""
+
+
+def expected_success(loss: np.ndarray, seed_sd: np.ndarray, noise: NoiseModel) -> np.ndarray:
+    """A run's expected held-out success at law loss ``loss`` and seed spread ``seed_sd``."""
+    nodes, weights = GAUSS_HERMITE
+    trained = np.exp(-loss[:, None] * np.exp(seed_sd[:, None] * nodes[None])) @ weights / weights.sum()
+    return (1 - noise.no_take_off) * trained + noise.no_take_off * noise.untrained_success
+
+
 class SimulatedStudy(NamedTuple):
     runs: pl.DataFrame
     episodes: pl.DataFrame
+    points: pl.DataFrame
+    """One row per grid point: ``point_key``, its design, ``loss`` (the law's), ``seed_sd`` (drawn)
+    and ``expected_success`` (over seeds and episodes)."""
 
 
 def _designs(
@@ -69,15 +102,15 @@ def simulate_study(
     interaction: Mapping[str, Sequence[int]] | None = None,
     seeds: Sequence[int] = (0, 1, 2),
     n_tasks: int = 256,
-    seed_sd: float = 0.0,
+    noise: NoiseModel = NoiseModel(),
     seed: int = 0,
 ) -> SimulatedStudy:
     """Runs (collect columns, one per design x seed) and their per-task episodes.
 
     ``law`` is a ``Law`` or any function from design rows to ``L`` (e.g. a product of powers, whose
     one-axis sweeps are exact power laws).
-    ``seed_sd`` is the standard deviation of ``ln L`` between training seeds (0: binomial noise only).
-    Tasks are split round-robin into tiers T0, T1, T2; "all" pools them.
+    ``noise`` says how seeds differ (default: binomial noise only). Tasks are split round-robin into
+    tiers T0, T1, T2; "all" pools them.
     """
     rng = np.random.default_rng(seed)
     designs = _designs(grids, centre, width, interaction)
@@ -94,9 +127,17 @@ def simulate_study(
         for s in seeds
     ]
     runs = pl.DataFrame(rows)
-    loss = predict_loss(law, runs) if isinstance(law, Law) else law(runs)
-    loss = loss * np.exp(seed_sd * rng.standard_normal(runs.height))
-    success = rng.random((runs.height, n_tasks)) < np.exp(-loss)[:, None]
+    law_loss = predict_loss(law, runs) if isinstance(law, Law) else law(runs)
+    shocks = rng.standard_normal(runs.height)
+    point_sd = dict.fromkeys(designs, noise.seed_sd)
+    if noise.seed_sd_spread:
+        spread = np.exp(noise.seed_sd_spread * rng.standard_normal(len(designs)))
+        point_sd = {key: noise.seed_sd * factor for key, factor in zip(designs, spread, strict=True)}
+    run_sd = np.array([point_sd[key] for key in runs["point_key"]])
+    p_run = np.exp(-law_loss * np.exp(run_sd * shocks))
+    if noise.no_take_off:
+        p_run = np.where(rng.random(runs.height) < noise.no_take_off, noise.untrained_success, p_run)
+    success = rng.random((runs.height, n_tasks)) < p_run[:, None]
     tier_of_task = np.array(TIERS[:3])[np.arange(n_tasks) % 3]
     columns = {}
     for tier in TIERS:
@@ -127,4 +168,12 @@ def simulate_study(
             "success": success.ravel(),
         }
     )
-    return SimulatedStudy(runs, episodes)
+    points = pl.DataFrame([{"point_key": key, **asdict(design)} for key, (design, _) in designs.items()])
+    point_loss = predict_loss(law, points) if isinstance(law, Law) else law(points)
+    point_seed_sd = np.array([point_sd[key] for key in points["point_key"]])
+    points = points.with_columns(
+        loss=point_loss,
+        seed_sd=point_seed_sd,
+        expected_success=expected_success(point_loss, point_seed_sd, noise),
+    )
+    return SimulatedStudy(runs, episodes, points)

@@ -188,7 +188,6 @@ def worlds_variants_table(
 
 SUBSET_SCHEMA = {
     "axis": pl.String,
-    "model": pl.String,
     "x_min": pl.Float64,
     "x_max": pl.Float64,
     "range_ratio": pl.Float64,
@@ -209,27 +208,23 @@ def subset_fit_table(
     runs: pl.DataFrame,
     subsets: Mapping[str, Sequence[int]],
     *,
-    model: str = "power",
     tier: str = "all",
     centre: Mapping[str, int] | None = None,
 ) -> pl.DataFrame:
-    """Table 11: alpha fitted on a subset of each axis's grid points (``subsets[axis]``, e.g. the
+    """Table 11: the log-log slope alpha fitted on a subset of each axis's grid points (``subsets[axis]``, e.g. the
     six-point grid) next to the fit on all points, with R^2 and the largest leave-one-point-out
     shift of the full fit."""
     selected = in_families(runs, "axis_sweeps")
     held = dict(centre) if centre is not None else infer_centre(usable_runs(selected, tier)[0])
     rows = []
     for axis, values in subsets.items():
-        full = fit_axes(selected, [axis], tier=tier, centre=held).filter(pl.col("model") == model).row(0, named=True)
-        part = (
-            fit_axes(selected.filter(pl.col(axis).is_in(list(values))), [axis], tier=tier, centre=held)
-            .filter(pl.col("model") == model)
-            .row(0, named=True)
+        full = fit_axes(selected, [axis], tier=tier, centre=held).row(0, named=True)
+        part = fit_axes(selected.filter(pl.col(axis).is_in(list(values))), [axis], tier=tier, centre=held).row(
+            0, named=True
         )
         rows.append(
             {
                 "axis": axis,
-                "model": model,
                 "x_min": full["x_min"],
                 "x_max": full["x_max"],
                 "range_ratio": full["x_max"] / full["x_min"],

@@ -3,7 +3,8 @@ Figures 1 and 5 are in ``recipe_figures``.
 
 * ``figure2`` -- per-axis scaling laws (paper Figure 2): one log-log panel per swept data axis
   (``d_env``, ``d_task``, ``d_traj``), held-out loss ``L = -ln p`` against the axis value, mean +- SE
-  per model size, with the selected fit ``L = E + A x^-alpha`` and its exponent and CI in the legend.
+  per model size, with the log-log line ``L = A x^-alpha`` and its slope and interval in the legend; where
+  the floor law ``E + A x^-alpha`` is identified and quasi-AICc prefers it, its curve dashed beside.
 * ``figure3`` -- cross-axis interaction (paper Figure 3): held-out success over the
   (``d_env``, ``d_task``) grid as an annotated heatmap, with dashed iso-cost contours of the caller's
   cost model. Cells the study did not run stay blank.
@@ -47,14 +48,16 @@ TREND_COLUMNS = ("axis", "n_runs", "slope", "slope_lo", "slope_hi")
 FIT_COLUMNS = (
     "axis",
     "series",
-    "model",
     "status",
-    "selected",
     "alpha",
     "alpha_lo",
     "alpha_hi",
-    "E",
     "A",
+    "floor_alpha",
+    "floor_E",
+    "floor_A",
+    "floor_identified",
+    "aicc_prefers",
     "x_min",
     "x_max",
 )
@@ -73,14 +76,22 @@ def _natural(label: str) -> list:
 
 
 def _fit_label(fit: dict) -> str:
-    """Legend text of one selected fit: exponent, its CI where known, and the floor E if fitted."""
+    """Legend text of one sweep's fit: the log-log slope and its interval where known."""
     text = f"$\\alpha$ = {fit['alpha']:.2f}"
     lo, hi = as_float(fit["alpha_lo"]), as_float(fit["alpha_hi"])
     if not (math.isnan(lo) or math.isnan(hi)):
         text += f" [{lo:.2f}, {hi:.2f}]"
-    if fit["model"] == "floor":
-        text += f", $E$ = {as_float(fit['E'], 0.0):.2f}"
     return text
+
+
+def _shows_floor(fit: dict) -> bool:
+    """Whether the floor law is drawn: identified, and preferred by quasi-AICc (information only)."""
+    return bool(fit["floor_identified"]) and fit["aicc_prefers"] == "floor"
+
+
+def _floor_label(fit: dict) -> str:
+    """Legend text of a drawn floor law: its own exponent (not alpha) and floor."""
+    return f"floor law: exponent {fit['floor_alpha']:.2f}, $E$ = {fit['floor_E']:.2f}"
 
 
 def _trend_label(trend: dict) -> str:
@@ -113,7 +124,8 @@ def _label_spots(lines: ContourSet) -> list[tuple[float, float]]:
 
 
 def figure2(points: pl.DataFrame, fits: pl.DataFrame, png: Path, pdf: Path, trends: pl.DataFrame | None = None) -> None:
-    """Per-axis scaling laws: one log-log panel per axis, points mean +- SE, selected fit curves.
+    """Per-axis scaling laws: one log-log panel per axis, points mean +- SE, log-log lines (and floor
+    curves where identified and preferred, dashed).
     ``trends`` (the laws stage's frame), where given, titles each panel with its fitted trend of
     held-out success, the check that success rises at all, which the law's interval may not show."""
     require_columns(points, POINT_COLUMNS, "points")
@@ -137,16 +149,18 @@ def figure2(points: pl.DataFrame, fits: pl.DataFrame, png: Path, pdf: Path, tren
                 if pts.is_empty():
                     continue
                 rows = fits.filter((pl.col("axis") == axis) & (pl.col("series") == series))
-                chosen = rows.filter(pl.col("selected") & (pl.col("status") == "ok"))
-                if chosen.height > 1:
-                    raise ValueError(f"fits selects {chosen.height} models for ({axis}, {series})")
+                if rows.height > 1:
+                    raise ValueError(f"fits has {rows.height} rows for ({axis}, {series}); one per sweep expected")
                 label = series
-                if chosen.height == 1:
-                    fit = chosen.row(0, named=True)
+                fit = rows.row(0, named=True) if rows.height else None
+                if fit is not None and fit["status"] == "ok":
                     x = np.geomspace(fit["x_min"], fit["x_max"], 100)
-                    ax.plot(x, as_float(fit["E"], 0.0) + fit["A"] * x ** -fit["alpha"], color=color[series])
+                    ax.plot(x, fit["A"] * x ** -fit["alpha"], color=color[series])
                     label += f": {_fit_label(fit)}"
-                elif (rows["status"] == "too_few_points").any():
+                    if _shows_floor(fit):
+                        floor = fit["floor_E"] + fit["floor_A"] * x ** -fit["floor_alpha"]
+                        ax.plot(x, floor, color=color[series], linestyle="--", label=_floor_label(fit))
+                elif fit is not None and fit["status"] == "too_few_points":
                     label += ": too few points"
                 ax.errorbar(
                     pts["x"].to_numpy(),
