@@ -2,7 +2,8 @@
 ``axisrl fit RUNS --out DIR``: fit and plot a runs table the user brings (schema: ``axisrl.laws``);
 ``axisrl recipe --budget C``: the compute-optimal design (model width, environments, tasks, trajectories)
 at a budget, from the recipe stage's fitted law and cost model, with its predicted held-out success;
-``axisrl where [TARGET]``: which rule makes a table, figure or stage, and which function computes it."""
+``axisrl where [TARGET]``: which rule makes a table, figure or stage, and which function computes it;
+``axisrl power CONFIG``: the interval half-widths a study design buys, and its compute, by simulation."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import numpy as np
 import polars as pl
 
 from axisrl.artifacts import ArtifactError, catalog, read_artifact, read_meta
@@ -202,6 +204,72 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _targets(texts: list[str]) -> dict[str, float]:
+    """``--target alpha=0.05`` -> {"alpha": 0.05}, for the quantities the planner predicts."""
+    from axisrl.planner import QUANTITIES
+
+    targets = {}
+    for text in texts:
+        quantity, _, value = text.partition("=")
+        if quantity not in QUANTITIES or not value:
+            raise ValueError(f"--target {text!r}: expected QUANTITY=HALF_WIDTH with QUANTITY one of {QUANTITIES}")
+        targets[quantity] = float(value)
+    return targets
+
+
+def _power(
+    configs: list[str], noise: str | None, results: str, budget: float | None, targets: list[str], sims: int
+) -> None:
+    from axisrl.config import load_config
+    from axisrl.planner import plan
+    from axisrl.report.compact import markdown, number
+
+    wanted = _targets(targets)
+    base = Path("config/config.yaml")
+    paths = [base, *(Path(c) for c in configs if Path(c).resolve() != base.resolve())]
+    config = load_config(*paths, schema_path=Path("config/schema.yaml"))
+    frame = read_artifact(noise, "laws") if noise else None
+    answer = plan(config, frame, Path(results), search_designs=bool(wanted) or budget is not None, n_sims=sims)
+    design, model, truth = answer.design, answer.noise, answer.truth
+    grids = ", ".join(f"{axis} {min(v)}..{max(v)} ({len(v)} points)" for axis, v in design.grids.items())
+    print(f"design: {design.seeds} seeds per point; {grids}; {design.episodes} T2 episodes per run; {design.runs} runs")
+    print(
+        f"noise ({'from ' + noise if noise else 'stated: the default study'}): seed SD of ln L {model.seed_sd:.3f} "
+        f"(spread {model.seed_sd_spread} across points), {model.no_take_off:.1%} of runs do not take off "
+        f"(success {model.untrained_success:.3g}); truth: centre success {np.exp(-truth.centre_loss):.3f}, slopes "
+        + ", ".join(f"{axis} {alpha:.3f}" for axis, alpha in truth.slopes().items())
+    )
+    unit = answer.cost.unit.replace("_", "-")
+    print(f"cost: {number(answer.cost.of(design))} {unit} ({sims} simulated studies)")
+    shown = answer.predicted.select(
+        "quantity",
+        "name",
+        pl.format(
+            "{} (MC SE {})",
+            *(pl.col(c).map_elements(number, return_dtype=pl.String) for c in ("half_width", "half_width_se")),
+        ).alias("expected 95 % half-width"),
+        pl.col("p_decides").map_elements(number, return_dtype=pl.String).alias("P(interval excludes 0)"),
+    )
+    print(markdown(shown))
+    if answer.searched is not None:
+        searched = answer.searched.with_columns(
+            meets=pl.all_horizontal(True, *(pl.col(f"max_half_width_{q}") <= width for q, width in wanted.items()))
+            & (pl.col("cost") <= (budget if budget is not None else float("inf")))
+        )
+        print(f"\ncandidate designs (largest expected half-width per quantity, cost in {unit}):")
+        print(markdown(searched.select(pl.all().map_elements(number, return_dtype=pl.String))))
+        chosen = searched.filter("meets")
+        if chosen.is_empty():
+            print("no candidate meets the targets within the budget")
+        else:
+            best = (
+                chosen.sort("cost").row(0, named=True)
+                if wanted
+                else chosen.sort([f"max_half_width_{q}" for q in ("trend", "alpha", "alpha_diff")]).row(0, named=True)
+            )
+            print(f"chosen: {best['design']}, {number(best['cost'])} {unit}")
+
+
 def _where(name: str | None) -> None:
     """A target's rule (named after it), what it reads and the function that makes it: a newcomer's two hops."""
     from axisrl.stages import STAGES
@@ -262,6 +330,26 @@ def main(argv: list[str] | None = None) -> int:
         "here); cost.parquet is read from the same folder",
     )
     recipe.add_argument("--starts", type=_positive_int, default=10, help="solver starts (default 10)")
+    power = commands.add_parser("power", help="a study design's expected interval half-widths and cost, by simulation")
+    power.add_argument(
+        "config",
+        nargs="+",
+        help="study config overlays on config/config.yaml (config/config.yaml alone: the default study)",
+    )
+    power.add_argument("--noise", help="a finished study's noise frame (default: stated values, the default study's)")
+    power.add_argument(
+        "--results", default="results", help="a finished study's results, for the tiny backend's measured CPU-seconds"
+    )
+    power.add_argument("--budget", type=float, help="search other designs: the best whose cost is at most this")
+    power.add_argument(
+        "--target",
+        action="append",
+        default=[],
+        metavar="QUANTITY=HALF_WIDTH",
+        help="search other designs: the cheapest whose largest expected half-width of QUANTITY "
+        "(alpha, trend, alpha_diff) is at most HALF_WIDTH (repeatable)",
+    )
+    power.add_argument("--sims", type=_positive_int, default=200, help="simulated studies (default 200)")
     where = commands.add_parser("where", help="the rule and the function behind a table, figure or stage")
     where.add_argument("target", nargs="?", help="e.g. fig2, table8, train (default: list them all)")
     args = parser.parse_args(argv)
@@ -274,6 +362,8 @@ def main(argv: list[str] | None = None) -> int:
             _recipe(args.budget, args.domain, args.law, args.starts)
         elif args.command == "where":
             _where(args.target)
+        elif args.command == "power":
+            _power(args.config, args.noise, args.results, args.budget, args.target, args.sims)
         else:
             _fit(args.runs, args.episodes, args.out, {"tier": args.tier, "n_boot": args.n_boot, "seed": args.seed})
     except (ArtifactError, ValueError, OSError) as exc:

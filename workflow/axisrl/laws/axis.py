@@ -28,7 +28,7 @@ from axisrl.laws.data import (
     point_statistics,
     usable_runs,
 )
-from axisrl.laws.intervals import Interval, linear_interval, pooled_log_loss, slope_coefficients
+from axisrl.laws.intervals import linear_interval, pooled_log_loss, slope_coefficients
 from axisrl.laws.models import (
     ALPHA_BOUNDS,
     ALPHA_GRID,
@@ -67,6 +67,7 @@ __all__ = [
     "leave_one_out",
     "local_slopes",
     "quasi_aicc",
+    "slope_intervals",
     "success_trends",
 ]
 """With what it re-exports from ``models``, every name ``axis`` has held."""
@@ -176,10 +177,23 @@ def _slope_coefficients(pooled: _Pooled) -> np.ndarray:
     return -slope_coefficients(np.log(pooled.x), pooled.loss**2 / pooled.var_loss)
 
 
-def _slope_interval(arrays: RunArrays, pooled: _Pooled) -> Interval:
-    """The seed-level t-interval of ``alpha`` (``intervals``)."""
+class _Slope(NamedTuple):
+    """``fit_power``'s log-log line of one sweep and its seed-level interval of ``alpha``."""
+
+    fit: ExponentFit
+    lo: float
+    hi: float
+    dof: float
+
+
+def _slope(arrays: RunArrays, pooled: _Pooled) -> _Slope:
+    """The log-log slope with the seed-level t-interval of ``intervals``, centred on ``fit_power``'s
+    ``alpha`` (the same linear combination, computed by its own arithmetic)."""
+    fit = fit_power(pooled.x, pooled.loss, pooled.var_loss)
     points = pooled_log_loss(arrays.point_index, arrays.successes, arrays.trials, arrays.points.height)
-    return linear_interval(_slope_coefficients(pooled), points, LEVEL)
+    interval = linear_interval(_slope_coefficients(pooled), points, LEVEL)
+    below, above = interval.estimate - interval.lo, interval.hi - interval.estimate
+    return _Slope(fit, fit.alpha - below, fit.alpha + above, interval.dof)
 
 
 def _loo_rows(arrays: RunArrays, axis: str, alpha: float) -> list[dict]:
@@ -240,11 +254,8 @@ def _axis_row(arrays: RunArrays, axis: str, n_failed: int) -> dict:
         reason = f"{n_points} usable grid points; a fit needs at least {MIN_POINTS['power']}"
         return row | {"status": "too_few_points", "reason": reason, "floor_identified": False, "floor_note": reason}
     pooled = _pooled(arrays, axis)
-    power = fit_power(pooled.x, pooled.loss, pooled.var_loss)
+    power, alpha_lo, alpha_hi, alpha_dof = _slope(arrays, pooled)
     floor = fit_floor(pooled.x, pooled.loss, pooled.var_loss) if n_points >= MIN_POINTS["floor"] else None
-    interval = _slope_interval(arrays, pooled)
-    alpha_lo = power.alpha - (interval.estimate - interval.lo)
-    alpha_hi = power.alpha + (interval.hi - interval.estimate)
     largest = floor or power
     dispersion = max(1.0, largest.chi2 / largest.dof)
     aicc_power = quasi_aicc(power.chi2, N_PARAMS["power"], n_points, dispersion)
@@ -261,7 +272,7 @@ def _axis_row(arrays: RunArrays, axis: str, n_failed: int) -> dict:
         "alpha": power.alpha,
         "alpha_lo": alpha_lo,
         "alpha_hi": alpha_hi,
-        "alpha_dof": interval.dof,
+        "alpha_dof": alpha_dof,
         "A": power.A,
         "r_squared": power.r_squared,
         "dispersion": power.chi2 / power.dof,
@@ -309,6 +320,20 @@ def fit_axes(
     for axis, (sweep, n_failed) in _sweeps(runs, axes, tier, centre).items():
         rows.append(_axis_row(RunArrays.from_runs(sweep, [axis]), axis, n_failed))
     return pl.DataFrame(rows, schema=FIT_SCHEMA)
+
+
+def slope_intervals(
+    runs: pl.DataFrame, axes: Sequence[str] = AXES, *, tier: str = "all", centre: Mapping[str, int] | None = None
+) -> pl.DataFrame:
+    """``alpha`` per axis with its interval (``axis, alpha, alpha_lo, alpha_hi, alpha_dof``), as
+    ``fit_axes`` has them, without its floor law and leave-one-out: the power planner's studies."""
+    rows = []
+    for axis, (sweep, _) in _sweeps(runs, axes, tier, centre).items():
+        arrays = RunArrays.from_runs(sweep, [axis])
+        if arrays.points.height >= MIN_POINTS["power"]:
+            fit, lo, hi, dof = _slope(arrays, _pooled(arrays, axis))
+            rows.append({"axis": axis, "alpha": fit.alpha, "alpha_lo": lo, "alpha_hi": hi, "alpha_dof": dof})
+    return pl.DataFrame(rows, schema={k: FIT_SCHEMA[k] for k in ("axis", "alpha", "alpha_lo", "alpha_hi", "alpha_dof")})
 
 
 def fit_axes_by(

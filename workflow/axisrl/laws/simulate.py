@@ -61,6 +61,9 @@ def expected_success(loss: np.ndarray, seed_sd: np.ndarray, noise: NoiseModel) -
     return (1 - noise.no_take_off) * trained + noise.no_take_off * noise.untrained_success
 
 
+EPISODE_SCHEMA = {"run_key": pl.String, "task_id": pl.String, "tier": pl.String, "success": pl.Boolean}
+
+
 class SimulatedStudy(NamedTuple):
     runs: pl.DataFrame
     episodes: pl.DataFrame
@@ -104,13 +107,15 @@ def simulate_study(
     n_tasks: int = 256,
     noise: NoiseModel = NoiseModel(),
     seed: int = 0,
+    with_episodes: bool = True,
 ) -> SimulatedStudy:
     """Runs (collect columns, one per design x seed) and their per-task episodes.
 
     ``law`` is a ``Law`` or any function from design rows to ``L`` (e.g. a product of powers, whose
     one-axis sweeps are exact power laws).
     ``noise`` says how seeds differ (default: binomial noise only). Tasks are split round-robin into
-    tiers T0, T1, T2; "all" pools them.
+    tiers T0, T1, T2; "all" pools them. ``with_episodes=False`` draws each tier's successes as one
+    binomial count per run and returns no episodes (a power planner's thousands of studies).
     """
     rng = np.random.default_rng(seed)
     designs = _designs(grids, centre, width, interaction)
@@ -137,13 +142,17 @@ def simulate_study(
     p_run = np.exp(-law_loss * np.exp(run_sd * shocks))
     if noise.no_take_off:
         p_run = np.where(rng.random(runs.height) < noise.no_take_off, noise.untrained_success, p_run)
-    success = rng.random((runs.height, n_tasks)) < p_run[:, None]
     tier_of_task = np.array(TIERS[:3])[np.arange(n_tasks) % 3]
+    if with_episodes:
+        success = rng.random((runs.height, n_tasks)) < p_run[:, None]
+        counts = {tier: success[:, tier_of_task == tier].sum(axis=1) for tier in TIERS[:3]}
+    else:
+        counts = {tier: rng.binomial(int((tier_of_task == tier).sum()), p_run) for tier in TIERS[:3]}
+    counts["all"] = sum(counts[tier] for tier in TIERS[:3])
     columns = {}
     for tier in TIERS:
-        in_tier = np.ones(n_tasks, bool) if tier == "all" else tier_of_task == tier
-        n = int(in_tier.sum())
-        p = success[:, in_tier].mean(axis=1)
+        n = n_tasks if tier == "all" else int((tier_of_task == tier).sum())
+        p = counts[tier] / n
         columns |= {
             f"n_{tier}": np.full(runs.height, n),
             f"p_{tier}": p,
@@ -160,14 +169,17 @@ def simulate_study(
         rollout_flops=2.0 * pl.col("width").cast(pl.Float64) ** 2 * episodes * STEPS_PER_EPISODE,
         train_flops=6.0 * pl.col("width").cast(pl.Float64) ** 2 * episodes * STEPS_PER_EPISODE,
     )
-    episodes = pl.DataFrame(
-        {
-            "run_key": np.repeat(runs["run_key"].to_numpy(), n_tasks),
-            "task_id": np.tile([f"task-{t:04d}" for t in range(n_tasks)], runs.height),
-            "tier": np.tile(tier_of_task, runs.height),
-            "success": success.ravel(),
-        }
-    )
+    episodes = pl.DataFrame(schema=EPISODE_SCHEMA)
+    if with_episodes:
+        episodes = pl.DataFrame(
+            {
+                "run_key": np.repeat(runs["run_key"].to_numpy(), n_tasks),
+                "task_id": np.tile([f"task-{t:04d}" for t in range(n_tasks)], runs.height),
+                "tier": np.tile(tier_of_task, runs.height),
+                "success": success.ravel(),
+            },
+            schema=EPISODE_SCHEMA,
+        )
     points = pl.DataFrame([{"point_key": key, **asdict(design)} for key, (design, _) in designs.items()])
     point_loss = predict_loss(law, points) if isinstance(law, Law) else law(points)
     point_seed_sd = np.array([point_sd[key] for key in points["point_key"]])

@@ -1,0 +1,294 @@
+"""The power planner: what intervals a study design buys, and at what compute, before it is run.
+
+From a design (the config's one-axis sweeps: grids, centre, seeds per point, held-out episodes per
+run) and a noise model (a finished study's ``noise`` frame, or stated values), it simulates the
+study many times (``axisrl.laws.simulate``) and analyses each simulated study with the laws stage's
+own functions, so a predicted half-width is that of the interval the study will report: per axis,
+the log-log slope ``alpha`` and the trend of held-out success; per pair of axes, the slope
+difference, with the probability that its interval excludes 0 (the ordering test decides). The
+compute a design costs is CPU-seconds for the tiny backend (per-run seconds fitted to a finished
+study's measured train jobs) and GPU-hours for cluster studies (``axisrl.cluster_cost``).
+``search`` tries coarser grids and other seed counts for the cheapest design that reaches given
+half-widths or fits a budget. The truth behind the simulations is the finished study's measured
+curve per sweep (or a stated power law): its noise and its points' own offsets set the half-widths.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import numpy as np
+import polars as pl
+
+from axisrl.budget import visits_per_run
+from axisrl.laws.axis import axis_ordering, slope_intervals, success_trends
+from axisrl.laws.data import AXES
+from axisrl.laws.simulate import NoiseModel, simulate_study
+from axisrl.plan import spread
+
+TIER = "T2"
+STATED_NOISE = NoiseModel(seed_sd=0.17, seed_sd_spread=0.33, no_take_off=0.07, untrained_success=0.03)
+"""The default study's noise (its ``noise`` frame, T2): what the planner assumes without a frame."""
+STATED_SEED_SD_SPREAD = 0.33
+"""Spread of the seed SD across points: 4 seeds cannot estimate it per study, so it is stated."""
+STATED_CENTRE_SUCCESS = 0.18
+STATED_ALPHA = 0.1
+QUANTITIES = ("alpha", "trend", "alpha_diff")
+
+
+@dataclass(frozen=True)
+class SweepDesign:
+    """The headline sweeps of a study: grid values per axis, the centre, seeds per grid point and
+    held-out (T2) episodes per run."""
+
+    grids: Mapping[str, tuple[int, ...]]
+    centre: Mapping[str, int]
+    seeds: int
+    episodes: int
+
+    @property
+    def runs(self) -> int:
+        """Distinct training runs: the centre once, every other grid point of every sweep, times seeds."""
+        return self.seeds * (1 + sum(len(values) - 1 for values in self.grids.values()))
+
+    def label(self) -> str:
+        points = "/".join(str(len(self.grids[axis])) for axis in self.grids)
+        return f"{self.seeds} seeds, {points} points"
+
+
+@dataclass(frozen=True)
+class Truth:
+    """The held-out loss the simulated studies are drawn around: per axis its sweep's curve ``(x, L)``
+    through the centre, interpolated linearly in ``ln x`` and ``ln L`` (held flat beyond its ends)."""
+
+    curves: Mapping[str, tuple[np.ndarray, np.ndarray]]
+    centre: Mapping[str, int]
+
+    @property
+    def centre_loss(self) -> float:
+        axis = next(iter(self.curves))
+        x, loss = self.curves[axis]
+        return float(np.exp(np.interp(np.log(self.centre[axis]), np.log(x), np.log(loss))))
+
+    def loss(self, designs: pl.DataFrame) -> np.ndarray:
+        off = {axis: designs[axis].to_numpy() != value for axis, value in self.centre.items()}
+        if (np.sum(list(off.values()), axis=0) > 1).any():
+            raise ValueError("a design off the centre in two axes is in no one-axis sweep")
+        out = np.full(designs.height, self.centre_loss)
+        for axis, (x, loss) in self.curves.items():
+            values = designs[axis].to_numpy()[off[axis]].astype(np.float64)
+            out[off[axis]] = np.exp(np.interp(np.log(values), np.log(x), np.log(loss)))
+        return out
+
+    def slopes(self) -> dict[str, float]:
+        """Each curve's least-squares log-log slope (``alpha``), to say what the truth is."""
+        return {axis: float(-np.polyfit(np.log(x), np.log(loss), 1)[0]) for axis, (x, loss) in self.curves.items()}
+
+
+def design_of(config: Mapping[str, Any], episodes: int | None = None) -> SweepDesign:
+    """The config's axis sweeps; ``episodes`` per run defaults to the held-out T2 pool's size."""
+    study = config["study"]
+    sweeps = study["families"]["axis_sweeps"]
+    seeds = len(study["seeds"]) + len(sweeps.get("extra_seeds", []))
+    if episodes is None:
+        heldout = config["synthesize"]["heldout"]
+        episodes = heldout["t2_worlds"] * heldout["t2_variants_per_world"] * heldout["tasks_per_env"]
+    grids = {axis: tuple(sorted(study["grids"][axis])) for axis in AXES}
+    return SweepDesign(grids, dict(study["centre"]), seeds, episodes)
+
+
+def from_noise_frame(noise: pl.DataFrame, centre: Mapping[str, int], take_off: float) -> tuple[Truth, NoiseModel, int]:
+    """The truth, noise model and episodes per run that a finished study's ``noise`` frame (its T2
+    rows) implies: each sweep's measured pooled success as its curve (bumps and all: a point's own
+    systematic offset is what widens a real trend's interval); the median seed SD of ``ln L``
+    beyond binomial noise; the share of seeds that did not take off, at half ``take_off``."""
+    rows = noise.filter(pl.col("tier") == TIER)
+    if rows.is_empty():
+        raise ValueError(f"the noise frame has no {TIER} rows")
+    curves = {}
+    for axis in AXES:
+        sweep = rows.filter(pl.col("axis") == axis).sort("x")
+        if sweep.height < 2:
+            raise ValueError(f"the noise frame has {sweep.height} {axis} points; a curve needs 2")
+        curves[axis] = (sweep["x"].to_numpy(), -np.log(sweep["p"].to_numpy()))
+    p = rows["p"].to_numpy()
+    excess = np.maximum(0.0, (rows["between_seed_var"] - rows["binomial_var"]).fill_null(0.0).to_numpy())
+    seed_sd = float(np.median(np.sqrt(excess) / (p * -np.log(p))))
+    seeds = rows["n_seeds"].to_numpy()
+    no_take_off = float(1 - (rows["take_off_share"].to_numpy() * seeds).sum() / seeds.sum())
+    model = NoiseModel(seed_sd, STATED_SEED_SD_SPREAD, no_take_off, take_off / 2)
+    episodes = int(round(float((rows["trials"] / rows["n_seeds"]).mean())))
+    return Truth(curves, dict(centre)), model, episodes
+
+
+def stated_truth(design: SweepDesign) -> Truth:
+    """Without a finished study: a power law of slope 0.1 per axis through the default study's
+    centre success, on the design's grids."""
+    centre_loss = -np.log(STATED_CENTRE_SUCCESS)
+    curves = {
+        axis: (np.array(values, float), centre_loss * (np.array(values, float) / design.centre[axis]) ** -STATED_ALPHA)
+        for axis, values in design.grids.items()
+    }
+    return Truth(curves, dict(design.centre))
+
+
+def predict(design: SweepDesign, truth: Truth, noise: NoiseModel, n_sims: int = 200, seed: int = 0) -> pl.DataFrame:
+    """Per headline quantity (``quantity``, ``name``): the expected 95 % half-width over ``n_sims``
+    simulated studies of ``design``, its Monte Carlo SE, and ``p_decides``, the share of studies
+    whose interval excludes 0 (for an ordering difference: the test decides)."""
+    rows = []
+    for study in range(n_sims):
+        runs = simulate_study(
+            truth.loss,
+            grids=design.grids,
+            centre=design.centre,
+            seeds=tuple(range(design.seeds)),
+            n_tasks=3 * design.episodes,
+            noise=noise,
+            seed=seed + study,
+            with_episodes=False,
+        ).runs
+        for row in slope_intervals(runs, tier=TIER).iter_rows(named=True):
+            rows.append(("alpha", row["axis"], row["alpha_lo"], row["alpha_hi"]))
+        for row in success_trends(runs, tier=TIER).iter_rows(named=True):
+            rows.append(("trend", row["axis"], row["slope_lo"], row["slope_hi"]))
+        for row in axis_ordering(runs, tier=TIER).iter_rows(named=True):
+            rows.append(
+                ("alpha_diff", f"{row['axis_a']} - {row['axis_b']}", row["alpha_diff_lo"], row["alpha_diff_hi"])
+            )
+    frame = pl.DataFrame(rows, schema=["quantity", "name", "lo", "hi"], orient="row")
+    return frame.group_by("quantity", "name", maintain_order=True).agg(
+        half_width=((pl.col("hi") - pl.col("lo")) / 2).mean(),
+        half_width_se=((pl.col("hi") - pl.col("lo")) / 2).std() / np.sqrt(n_sims),
+        p_decides=((pl.col("lo") > 0) | (pl.col("hi") < 0)).mean(),
+    )
+
+
+@dataclass(frozen=True)
+class RunCost:
+    """What one run of a design costs: ``unit`` (cpu_seconds or gpu_hours) per run, from
+    ``base + per_rollout * rollouts`` (tiny) or the GPU cost model at its ``d_traj`` (cluster)."""
+
+    unit: str
+    base: float = 0.0
+    per_rollout: float = 0.0
+    visits: float = 0.0
+    config: Mapping[str, Any] | None = None
+
+    def of(self, design: SweepDesign) -> float:
+        """The design's total: every distinct sweep point times its seeds."""
+        points = [design.centre | {axis: x} for axis, values in design.grids.items() for x in values]
+        distinct = {tuple(sorted(p.items())) for p in points}
+        return design.seeds * sum(self._run(dict(p)["d_traj"]) for p in distinct)
+
+    def _run(self, d_traj: int) -> float:
+        if self.unit == "gpu_hours":
+            from axisrl.cluster_cost import run_gpu_hours
+
+            return run_gpu_hours(self.config, d_traj)
+        return self.base + self.per_rollout * self.visits * d_traj
+
+
+def measured_cpu_cost(results: Path, visits: float) -> RunCost:
+    """CPU-seconds per tiny-backend run, ``base + per_rollout * rollouts``, fitted by least squares to
+    a finished study's train jobs (``results/benchmarks/train/<key>.tsv`` wall seconds against the
+    rollouts of the runs in ``results/train/<key>/runs.parquet``). One process per core: a job's
+    wall seconds are its CPU-seconds."""
+    jobs = []
+    for bench in sorted((results / "benchmarks" / "train").glob("*.tsv")):
+        runs = results / "train" / bench.stem / "runs.parquet"
+        if runs.exists():
+            frame = pl.read_parquet(runs, columns=["episodes"])
+            jobs.append(
+                (float(pl.read_csv(bench, separator="\t")["s"][0]), frame.height, float(frame["episodes"].sum()))
+            )
+    if len(jobs) < 2:
+        raise ValueError(f"{results}: fewer than 2 measured train jobs to fit CPU-seconds per run from")
+    seconds, n_runs, rollouts = (np.array(column) for column in zip(*jobs, strict=True))
+    (base, per_rollout), *_ = np.linalg.lstsq(np.column_stack((n_runs, rollouts)), seconds, rcond=None)
+    return RunCost("cpu_seconds", float(base), float(per_rollout), visits)
+
+
+def candidates(design: SweepDesign, seeds: Sequence[int]) -> list[SweepDesign]:
+    """The design with every other seed count and every coarser grid over the same range
+    (``plan.spread``, the centre kept), down to the 3 points a slope's interval needs."""
+    longest = max(len(values) for values in design.grids.values())
+    designs: dict[tuple, SweepDesign] = {}
+    for n_seeds, n_points in itertools.product(seeds, range(3, longest + 1)):
+        grids = {
+            axis: tuple(sorted({*spread(values, n_points), design.centre[axis]}))
+            for axis, values in design.grids.items()
+        }
+        designs.setdefault((n_seeds, *grids.values()), replace(design, grids=grids, seeds=n_seeds))
+    return list(designs.values())
+
+
+def search(
+    design: SweepDesign,
+    truth: Truth,
+    noise: NoiseModel,
+    cost: RunCost,
+    seeds: Sequence[int] = (2, 3, 4, 6, 8),
+    n_sims: int = 40,
+) -> pl.DataFrame:
+    """Every candidate design (``candidates``): its cost and the largest expected half-width of each
+    kind of quantity, cheapest first."""
+    rows = []
+    for candidate in candidates(design, seeds):
+        widths = predict(candidate, truth, noise, n_sims).group_by("quantity").agg(pl.col("half_width").max())
+        widest = dict(widths.iter_rows())
+        rows.append(
+            {
+                "design": candidate.label(),
+                "seeds": candidate.seeds,
+                "runs": candidate.runs,
+                "cost": cost.of(candidate),
+                **{f"max_half_width_{q}": widest.get(q) for q in QUANTITIES},
+            }
+        )
+    return pl.DataFrame(rows).sort("cost")
+
+
+class Plan(NamedTuple):
+    """The planner's answer for one study config: its design, the noise it assumed, the predicted
+    half-widths, the design's cost, and (with targets or a budget) the searched designs."""
+
+    design: SweepDesign
+    noise: NoiseModel
+    truth: Truth
+    predicted: pl.DataFrame
+    cost: RunCost
+    searched: pl.DataFrame | None
+
+
+def plan(
+    config: Mapping[str, Any],
+    noise: pl.DataFrame | None = None,
+    results: Path | None = None,
+    *,
+    search_designs: bool = False,
+    n_sims: int = 200,
+) -> Plan:
+    """The planner on a study config: the config's design, the noise of ``noise`` (a ``noise``
+    frame) or stated values, CPU-seconds from ``results``' train jobs (tiny backend) or GPU-hours
+    (verl), and with ``search_designs`` every candidate design."""
+    centre = config["study"]["centre"]
+    if noise is not None:
+        truth, model, episodes = from_noise_frame(noise, centre, config["laws"]["take_off"])
+        design = design_of(config, episodes)
+    else:
+        design = design_of(config)
+        truth, model = stated_truth(design), STATED_NOISE
+    if config["train"]["backend"] == "tiny":
+        if results is None:
+            raise ValueError("the tiny backend's CPU-seconds come from a finished study's train jobs: pass its results")
+        cost = measured_cpu_cost(results, visits_per_run(config["train"]))
+    else:
+        cost = RunCost("gpu_hours", config=config)
+    predicted = predict(design, truth, model, n_sims)
+    searched = search(design, truth, model, cost) if search_designs else None
+    return Plan(design, model, truth, predicted, cost, searched)
