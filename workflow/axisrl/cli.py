@@ -238,6 +238,7 @@ def _power(
         f"(spread {model.seed_sd_spread} across points), {model.no_take_off:.1%} of runs do not take off "
         f"(success {model.untrained_success:.3g}); truth: centre success {np.exp(-truth.centre_loss):.3f}, slopes "
         + ", ".join(f"{axis} {alpha:.3f}" for axis, alpha in truth.slopes().items())
+        + f", {truth.offsets_kept:.0%} of the points' offsets about them kept as real"
     )
     unit = answer.cost.unit.replace("_", "-")
     print(f"cost: {number(answer.cost.of(design))} {unit} ({sims} simulated studies)")

@@ -9,8 +9,9 @@ difference, with the probability that its interval excludes 0 (the ordering test
 compute a design costs is CPU-seconds for the tiny backend (per-run seconds fitted to a finished
 study's measured train jobs) and GPU-hours for cluster studies (``axisrl.cluster_cost``).
 ``search`` tries coarser grids and other seed counts for the cheapest design that reaches given
-half-widths or fits a budget. The truth behind the simulations is the finished study's measured
-curve per sweep (or a stated power law): its noise and its points' own offsets set the half-widths.
+half-widths or fits a budget. The truth behind the simulations is the finished study's log-log line per
+sweep with the real part of its points' offsets (or a stated power law): its noise and those
+offsets set the half-widths.
 """
 
 from __future__ import annotations
@@ -23,10 +24,12 @@ from typing import Any, NamedTuple
 
 import numpy as np
 import polars as pl
+from scipy import optimize
 
 from axisrl.budget import visits_per_run
 from axisrl.laws.axis import axis_ordering, slope_intervals, success_trends
 from axisrl.laws.data import AXES
+from axisrl.laws.noise import noise_frame
 from axisrl.laws.simulate import NoiseModel, simulate_study
 from axisrl.plan import spread
 
@@ -67,6 +70,8 @@ class Truth:
 
     curves: Mapping[str, tuple[np.ndarray, np.ndarray]]
     centre: Mapping[str, int]
+    offsets_kept: float = 0.0
+    """The share of a finished study's point offsets about its log-log lines the curves keep."""
 
     @property
     def centre_loss(self) -> float:
@@ -101,28 +106,94 @@ def design_of(config: Mapping[str, Any], episodes: int | None = None) -> SweepDe
     return SweepDesign(grids, dict(study["centre"]), seeds, episodes)
 
 
+def _offsets_kept(sweeps: Sequence[pl.DataFrame]) -> float:
+    """The share of the points' scatter about each sweep's log-log line that is real: a point's own
+    offset (its pool, say) recurs with new seeds, its sampling noise does not. Method of moments over
+    all sweeps: the residuals' sum of squares less what the points' variances give (``(G - 2) / G``
+    of their sum about a fitted line), as a share of it, floored at 0."""
+    residual_ss = noise_ss = 0.0
+    for sweep in sweeps:
+        x, p = np.log(sweep["x"].to_numpy()), sweep["p"].to_numpy()
+        log_loss = np.log(-np.log(p))
+        residual = log_loss - np.polyval(np.polyfit(x, log_loss, 1), x)
+        spread = sweep["between_seed_var"].fill_null(sweep["binomial_var"]).to_numpy() / sweep["n_seeds"].to_numpy()
+        residual_ss += float(residual @ residual)
+        noise_ss += (len(x) - 2) / len(x) * float(np.sum(spread / (p * np.log(p)) ** 2))
+    return max(0.0, 1.0 - noise_ss / residual_ss) if residual_ss > 0 else 0.0
+
+
 def from_noise_frame(noise: pl.DataFrame, centre: Mapping[str, int], take_off: float) -> tuple[Truth, NoiseModel, int]:
     """The truth, noise model and episodes per run that a finished study's ``noise`` frame (its T2
-    rows) implies: each sweep's measured pooled success as its curve (bumps and all: a point's own
-    systematic offset is what widens a real trend's interval); the median seed SD of ``ln L``
-    beyond binomial noise; the share of seeds that did not take off, at half ``take_off``."""
+    rows) implies: each sweep's log-log line with the share of its points' offsets that is real
+    (``_offsets_kept``: a real trend interval is widened by them); the share of seeds that did not
+    take off, at half ``take_off``; and the seed SD of ``ln L`` that gives the measured seed spread
+    (``_matched_seed_sd``)."""
     rows = noise.filter(pl.col("tier") == TIER)
     if rows.is_empty():
         raise ValueError(f"the noise frame has no {TIER} rows")
+    sweeps = {axis: rows.filter(pl.col("axis") == axis).sort("x") for axis in AXES}
+    for axis, sweep in sweeps.items():
+        if sweep.height < 3:
+            raise ValueError(f"the noise frame has {sweep.height} {axis} points; a sweep's line needs 3")
+    kept = _offsets_kept(list(sweeps.values()))
     curves = {}
-    for axis in AXES:
-        sweep = rows.filter(pl.col("axis") == axis).sort("x")
-        if sweep.height < 2:
-            raise ValueError(f"the noise frame has {sweep.height} {axis} points; a curve needs 2")
-        curves[axis] = (sweep["x"].to_numpy(), -np.log(sweep["p"].to_numpy()))
-    p = rows["p"].to_numpy()
-    excess = np.maximum(0.0, (rows["between_seed_var"] - rows["binomial_var"]).fill_null(0.0).to_numpy())
-    seed_sd = float(np.median(np.sqrt(excess) / (p * -np.log(p))))
+    for axis, sweep in sweeps.items():
+        x, log_loss = sweep["x"].to_numpy(), np.log(-np.log(sweep["p"].to_numpy()))
+        line = np.polyval(np.polyfit(np.log(x), log_loss, 1), np.log(x))
+        curves[axis] = (x, np.exp(line + kept * (log_loss - line)))
     seeds = rows["n_seeds"].to_numpy()
     no_take_off = float(1 - (rows["take_off_share"].to_numpy() * seeds).sum() / seeds.sum())
-    model = NoiseModel(seed_sd, STATED_SEED_SD_SPREAD, no_take_off, take_off / 2)
     episodes = int(round(float((rows["trials"] / rows["n_seeds"]).mean())))
-    return Truth(curves, dict(centre)), model, episodes
+    truth = Truth(curves, dict(centre), kept)
+    grids = {axis: tuple(int(x) for x in sweep["x"]) for axis, sweep in sweeps.items()}
+    design = SweepDesign(grids, dict(centre), int(np.median(seeds)), episodes)
+    model = NoiseModel(0.0, STATED_SEED_SD_SPREAD, no_take_off, take_off / 2)
+    return truth, replace(model, seed_sd=_matched_seed_sd(design, truth, model, _excess(rows), take_off)), episodes
+
+
+def _excess(rows: pl.DataFrame) -> float:
+    """The points' mean between-seed variance of success beyond binomial noise."""
+    return float((rows["between_seed_var"] - rows["binomial_var"]).drop_nulls().mean())
+
+
+MATCH_SIMS = 24
+"""Simulated studies per step of ``_matched_seed_sd``'s search (the same seeds at every step)."""
+
+
+def _matched_seed_sd(design: SweepDesign, truth: Truth, model: NoiseModel, excess: float, take_off: float) -> float:
+    """The seed SD of ``ln L`` at which simulated studies of the finished study's design show its
+    measured excess variance (``_excess``) on average: the take-off share is read off the frame,
+    and the rest of the seeds' spread is matched by simulation, not by a delta method that a
+    bimodal mixture breaks."""
+
+    def simulated(seed_sd: float) -> float:
+        noise = replace(model, seed_sd=seed_sd)
+        return float(
+            np.mean(
+                [_excess(noise_frame(_simulate(design, truth, noise, s), [TIER], take_off)) for s in range(MATCH_SIMS)]
+            )
+        )
+
+    if simulated(0.0) >= excess:
+        return 0.0
+    high = 0.5
+    while simulated(high) < excess and high < 4:
+        high *= 2
+    return float(optimize.brentq(lambda sd: simulated(sd) - excess, 0.0, high, xtol=1e-3))
+
+
+def _simulate(design: SweepDesign, truth: Truth, noise: NoiseModel, seed: int) -> pl.DataFrame:
+    """One simulated study of ``design``: its runs, with T2 counts of ``design.episodes`` per run."""
+    return simulate_study(
+        truth.loss,
+        grids=design.grids,
+        centre=design.centre,
+        seeds=tuple(range(design.seeds)),
+        n_tasks=3 * design.episodes,
+        noise=noise,
+        seed=seed,
+        with_episodes=False,
+    ).runs
 
 
 def stated_truth(design: SweepDesign) -> Truth:
@@ -142,16 +213,7 @@ def predict(design: SweepDesign, truth: Truth, noise: NoiseModel, n_sims: int = 
     whose interval excludes 0 (for an ordering difference: the test decides)."""
     rows = []
     for study in range(n_sims):
-        runs = simulate_study(
-            truth.loss,
-            grids=design.grids,
-            centre=design.centre,
-            seeds=tuple(range(design.seeds)),
-            n_tasks=3 * design.episodes,
-            noise=noise,
-            seed=seed + study,
-            with_episodes=False,
-        ).runs
+        runs = _simulate(design, truth, noise, seed + study)
         for row in slope_intervals(runs, tier=TIER).iter_rows(named=True):
             rows.append(("alpha", row["axis"], row["alpha_lo"], row["alpha_hi"]))
         for row in success_trends(runs, tier=TIER).iter_rows(named=True):

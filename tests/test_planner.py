@@ -1,0 +1,107 @@
+"""The power planner: its noise model from a noise frame, its designs, its costs and its predictions."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import polars as pl
+import pytest
+
+from axisrl.laws import Law, simulate_study, success_trends
+from axisrl.laws.noise import noise_frame
+from axisrl.laws.simulate import DEFAULT_CENTRE, DEFAULT_GRIDS, NoiseModel
+from axisrl.planner import SweepDesign, candidates, from_noise_frame, measured_cpu_cost, predict
+from conftest import ROOT
+
+LAW = Law(E=0.6, A={"d_env": 0.7, "d_task": 1.0, "d_traj": 0.5}, alpha={"d_env": 0.4, "d_task": 0.15, "d_traj": 0.25})
+NOISE = NoiseModel(seed_sd=0.17, seed_sd_spread=0.33, no_take_off=0.07, untrained_success=0.03)
+DESIGN = SweepDesign(DEFAULT_GRIDS, DEFAULT_CENTRE, seeds=4, episodes=118)
+
+
+def _study(seed: int, seeds: int = 4) -> pl.DataFrame:
+    return simulate_study(
+        LAW, seeds=tuple(range(seeds)), n_tasks=3 * 118, noise=NOISE, seed=seed, with_episodes=False
+    ).runs
+
+
+def test_the_noise_model_read_from_a_noise_frame_is_the_simulated_one() -> None:
+    runs = pl.concat([_study(seed, seeds=12).with_columns(pl.col("seed") + 100 * seed) for seed in range(3)])
+    # a threshold between stuck runs (0.03) and trained ones (0.12 and up): the share below it is theirs
+    truth, model, episodes = from_noise_frame(noise_frame(runs, ["T2"], take_off=0.06), DEFAULT_CENTRE, 0.06)
+    assert episodes == 118
+    assert model.seed_sd == pytest.approx(NOISE.seed_sd, rel=0.35)
+    # trained runs that happen to fall under the threshold count too: at least the stuck share, not much more
+    assert NOISE.no_take_off - 0.02 <= model.no_take_off <= 2 * NOISE.no_take_off
+    assert truth.centre_loss == pytest.approx(float(-np.log(np.exp(-1.8))), rel=0.15)
+
+
+def test_predicted_trend_half_widths_match_fresh_studies() -> None:
+    """From a finished (simulated) pilot's noise frame, the planner predicts the trend intervals that
+    independent 4-seed studies then report, within 25 %. The pilot has 12 seeds: a 4-seed pilot's
+    own noise estimate is off by 10-25 % by chance."""
+    pilot = noise_frame(_study(0, seeds=12), ["T2"], take_off=0.1)
+    truth, model, episodes = from_noise_frame(pilot, DEFAULT_CENTRE, 0.1)
+    predicted = predict(SweepDesign(DEFAULT_GRIDS, DEFAULT_CENTRE, 4, episodes), truth, model, n_sims=60)
+    measured = (
+        pl.concat([success_trends(_study(seed), tier="T2") for seed in range(1, 41)])
+        .group_by("axis")
+        .agg(((pl.col("slope_hi") - pl.col("slope_lo")) / 2).mean().alias("measured"))
+    )
+    both = predicted.filter(pl.col("quantity") == "trend").join(measured, left_on="name", right_on="axis")
+    assert both.height == 3
+    assert ((both["half_width"] / both["measured"] - 1).abs() < 0.25).all(), both
+
+
+def test_more_seeds_buy_narrower_intervals() -> None:
+    truth, model, _ = from_noise_frame(noise_frame(_study(0), ["T2"], take_off=0.1), DEFAULT_CENTRE, 0.1)
+    few = predict(SweepDesign(DEFAULT_GRIDS, DEFAULT_CENTRE, 2, 118), truth, model, n_sims=30)
+    many = predict(SweepDesign(DEFAULT_GRIDS, DEFAULT_CENTRE, 8, 118), truth, model, n_sims=30)
+    assert (many["half_width"] < few["half_width"]).all()
+    assert set(many["quantity"]) == {"alpha", "trend", "alpha_diff"} and many.height == 9
+
+
+def test_candidates_keep_the_range_and_the_centre() -> None:
+    designs = candidates(DESIGN, seeds=(2, 4))
+    assert {d.seeds for d in designs} == {2, 4}
+    for design in designs:
+        for axis, values in design.grids.items():
+            assert DEFAULT_CENTRE[axis] in values
+            assert (min(values), max(values)) == (min(DEFAULT_GRIDS[axis]), max(DEFAULT_GRIDS[axis]))
+            assert len(values) >= 3
+    assert DESIGN.runs == 4 * 16
+
+
+def test_cpu_seconds_per_run_are_fitted_to_measured_jobs(tmp_path) -> None:
+    """Jobs of 2 and 4 runs whose seconds are 1.5 per run plus 0.01 per rollout: the fit recovers both."""
+    (tmp_path / "benchmarks" / "train").mkdir(parents=True)
+    for key, episodes in {"a": [100, 200], "b": [400, 400, 800, 50], "c": [1000, 10]}.items():
+        seconds = 1.5 * len(episodes) + 0.01 * sum(episodes)
+        (tmp_path / "benchmarks" / "train" / f"{key}.tsv").write_text(f"s\th:m:s\n{seconds}\t0:00:01\n")
+        (tmp_path / "train" / key).mkdir(parents=True)
+        pl.DataFrame({"episodes": episodes}).write_parquet(tmp_path / "train" / key / "runs.parquet")
+    cost = measured_cpu_cost(tmp_path, visits=10.0)
+    assert (cost.base, cost.per_rollout) == pytest.approx((1.5, 0.01))
+    design = SweepDesign({"d_traj": (2, 4)}, {"d_traj": 2}, seeds=3, episodes=10)
+    assert cost.of(design) == pytest.approx(3 * ((1.5 + 0.01 * 20) + (1.5 + 0.01 * 40)))
+    with pytest.raises(ValueError, match="fewer than 2 measured train jobs"):
+        measured_cpu_cost(tmp_path / "nothing", visits=10.0)
+
+
+def test_power_command_answers_for_the_8b_study() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "axisrl.cli", "power", "config/studies/qwen3-8b.yaml", "--sims", "20"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "gpu-hours" in done.stdout and "| alpha_diff | d_env - d_task" in done.stdout
+    bad = subprocess.run(
+        [sys.executable, "-m", "axisrl.cli", "power", "config/studies/qwen3-8b.yaml", "--target", "slope=1"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    assert bad.returncode == 2 and "expected QUANTITY=HALF_WIDTH" in bad.stderr
