@@ -95,7 +95,8 @@ class Truth:
 
 
 def design_of(config: Mapping[str, Any], episodes: int | None = None) -> SweepDesign:
-    """The config's axis sweeps; ``episodes`` per run defaults to the held-out T2 pool's size."""
+    """The config's axis sweeps (its ``study``); ``episodes`` per run defaults to the held-out T2
+    pool's size (``synthesize.heldout``)."""
     study = config["study"]
     sweeps = study["families"]["axis_sweeps"]
     seeds = len(study["seeds"]) + len(sweeps.get("extra_seeds", []))
@@ -325,6 +326,29 @@ class Plan(NamedTuple):
     predicted: pl.DataFrame
     cost: RunCost
     searched: pl.DataFrame | None
+
+
+POWER_SCHEMA = {
+    "quantity": pl.String,
+    "name": pl.String,
+    "half_width": pl.Float64,
+    "half_width_se": pl.Float64,
+    "p_decides": pl.Float64,
+    "status": pl.String,
+    "reason": pl.String,
+}
+
+
+def power_table(noise: pl.DataFrame, study: Mapping[str, Any], take_off: float, n_sims: int = 200) -> pl.DataFrame:
+    """The ``power`` target: what this study's design buys, predicted from its own noise frame (a
+    second study of it, with other seeds, should measure these half-widths); a study whose sweeps
+    are too short for the planner gets one row saying why."""
+    try:
+        truth, model, episodes = from_noise_frame(noise, study["centre"], take_off)
+    except ValueError as exc:
+        return pl.DataFrame({"status": ["not_run"], "reason": [str(exc)]})
+    predicted = predict(design_of({"study": study}, episodes), truth, model, n_sims)
+    return predicted.with_columns(status=pl.lit("ok"), reason=pl.lit(None, dtype=pl.String)).cast(POWER_SCHEMA)
 
 
 def plan(

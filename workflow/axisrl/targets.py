@@ -131,6 +131,13 @@ TABLES: dict[str, Target] = {
         name: Target(title, {"frame": ("recipe", name)}, COPY, computed_by=COMPUTED_BY[name], needs_recipe=True)
         for name, title in RECIPE_TABLES.items()
     },
+    "power": Target(
+        "Power: this design's expected 95 % half-widths and the chance each interval excludes 0, simulated "
+        "from the study's own noise frame (axisrl power: other designs and their compute)",
+        {"noise": ("laws", "noise")},
+        "axisrl.planner:power_table",
+        {"study": "study", "take_off": "laws.take_off"},
+    ),
     "table9": Target(
         TABLE9_TITLE,
         {"runs": ("collect", "runs"), "measured": ("validate", "measured")},

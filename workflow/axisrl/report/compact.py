@@ -357,6 +357,14 @@ VIEWS: dict[str, View] = {
     "table19": recipe_exponents("cost_model", "cost model"),
     "table20": View(("domain", "axis", "slope", "slope_lo", "slope_hi", "identified"), _recipe_domains),
     "table21": recipe_exponents("perturbation", "perturbation"),
+    "power": renamed(
+        {
+            "quantity": "quantity",
+            "name": "axis or pair",
+            "half_width": "expected 95 % half-width",
+            "p_decides": "P(interval excludes 0)",
+        }
+    ),
 }
 """Each table's compact form, by table (and ``laws`` frame) name; a name not here is shown whole."""
 
