@@ -15,9 +15,10 @@ from axisrl.backends.tiny import algos
 from axisrl.backends.tiny.fast_torch import Adam
 from axisrl.backends.tiny.features import EpisodeFeatures, collate, collate_episodes
 from axisrl.backends.tiny.policy import ToolPointer
-from axisrl.backends.tiny.rollout import Episode, Node, Specs, rollout
+from axisrl.backends.tiny.rollout import Episode, Node, Specs, call_key, rollout
 from axisrl.backends.tiny.synthetic import TaskSampler
 from axisrl.backends.tiny.view import CompactEpisode
+from axisrl.backends.tiny.vocab import PRIMITIVES
 from axisrl.config import validate_config
 from axisrl.domains import toolworld as tw
 
@@ -160,6 +161,30 @@ def test_checkpoint_round_trip_and_evaluation_records(pool, tmp_path):
     assert [r["task_id"] for r in records] == [t["task_id"] for t in pool.heldout_tasks]
     assert all(set(r) == RECORD_KEYS and 1 <= r["steps"] <= 10 for r in records)
     assert records == tiny.evaluate(policy, pool.heldout_envs, pool.heldout_tasks, seed=0)
+
+
+def test_an_evaluation_can_name_each_episodes_first_primitive(pool):
+    """``first_primitive=True`` adds that one field and changes no other; an episode names the
+    primitive of the tool it called first: its skeleton's first on playing its reference's first
+    call, ``finish`` on finishing at once, None before its first step."""
+    policy = tiny.make_policy(quick())
+    plain = tiny.evaluate(policy, pool.heldout_envs, pool.heldout_tasks, seed=0)
+    named = tiny.evaluate(policy, pool.heldout_envs, pool.heldout_tasks, seed=0, first_primitive=True)
+    assert [{k: v for k, v in r.items() if k != "first_primitive"} for r in named] == plain
+    assert all(set(r) == RECORD_KEYS | {"first_primitive"} and r["first_primitive"] in PRIMITIVES for r in named)
+    specs, played = Specs(pool.envs), 0
+    for episode_seed, task in enumerate(pool.tasks):
+        for first in (json.loads(task["reference"])[0], {"name": "finish", "arguments": {}}):
+            episode = Episode.start(specs[task["env_id"]], task, episode_seed, False)
+            assert episode.first_primitive() is None
+            keys = [call_key(episode.compact.call(k)) for k in range(len(episode.compact.candidates()))]
+            if call_key(first) in keys:
+                episode.act(keys.index(call_key(first)))
+                assert episode.first_primitive() == (
+                    first["name"] if first["name"] == "finish" else task["skeleton"].split(">")[0]
+                )
+                played += 1
+    assert played > 1.8 * len(pool.tasks)
 
 
 def test_shared_heldout_starts_play_like_fresh_ones(pool):

@@ -63,10 +63,13 @@ def evaluate(
     seed: int,
     greedy: bool = True,
     starts: HeldoutStarts | None = None,
+    first_primitive: bool = False,
 ) -> list[dict[str, Any]]:
     """One episode per task: task_id, env_id, tier, success, reward (sparse), partial (subgoal
     fraction), steps, tool_calls, errors. ``starts``: the same ``envs``, ``tasks`` and ``seed``
-    already started (``HeldoutStarts``), to evaluate several policies on them."""
+    already started (``HeldoutStarts``), to evaluate several policies on them. ``first_primitive``:
+    each record also has ``first_primitive``, the primitive of the episode's first call
+    (``Episode.first_primitive``), read after the episode ended; nothing else changes."""
     if starts is None:
         starts = HeldoutStarts(envs, tasks, seed, policy.leak_primitive_role)
     elif starts.made_for != (seed, policy.leak_primitive_role, [task["task_id"] for task in tasks]):
@@ -79,7 +82,9 @@ def evaluate(
         for start in range(0, len(tasks), chunk):
             episodes = starts.fork(start, start + chunk)
             rollout(policy, episodes, action_rng)
-            records += [episode.record() for episode in episodes]
+            for episode in episodes:
+                record = episode.record()
+                records.append({**record, "first_primitive": episode.first_primitive()} if first_primitive else record)
     return records
 
 

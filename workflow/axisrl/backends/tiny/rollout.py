@@ -187,6 +187,15 @@ class Episode:
         self.actions.append(k)
         self.node.act(k)
 
+    def first_primitive(self) -> str | None:
+        """The primitive of the tool this episode called first (``finish`` if that call was
+        ``finish``), read back from its view's first step; None before it or if the call did not parse."""
+        steps = self.compact.steps
+        if not steps or steps[0][0][0] == "A?":
+            return None
+        tool = self.compact.ordered[int(steps[0][0][0][1:])]
+        return tool.prim if tool else FINISH
+
     def record(self) -> dict[str, Any]:
         node = self.node
         return {
