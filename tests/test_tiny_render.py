@@ -1,6 +1,7 @@
 """The tiny backend's compact view of toolworld: bulk-drawn slot permutations equal to ``random``'s,
-an incremental episode view equal to a fresh render, what a tool descriptor reveals, and that the
-view is the same for a re-skin and hides every name and id."""
+an incremental episode view equal to a fresh render, what a tool descriptor reveals (and that it
+carries the primitive role only when that is leaked), and that the view is the same for a re-skin
+and hides every name and id."""
 
 from __future__ import annotations
 
@@ -10,11 +11,15 @@ import re
 
 import pytest
 
+from axisrl.backends.tiny.encoding import EpisodeFeatures
+from axisrl.backends.tiny.policy import ToolPointer
 from axisrl.backends.tiny.slots import Permutation, shuffled
 from axisrl.backends.tiny.view import CompactEpisode, render_compact
-from axisrl.config import validate_config
+from axisrl.backends.tiny.vocab import PRIMITIVES
+from axisrl.config import load_config, validate_config
 from axisrl.domains import toolworld as tw
 from axisrl.domains.toolworld.runtime import compile_spec
+from conftest import DEFAULT_CONFIG, SCHEMA_PATH
 
 POOL = {
     "n_worlds": 4,
@@ -104,6 +109,52 @@ def test_a_tools_descriptor_shape_names_its_primitive(schema):
             primitives.setdefault(shape, set()).add(tool.prim if tool else "finish")
     assert len(primitives) > 40
     assert {shape: prims for shape, prims in primitives.items() if len(prims) > 1} == {}
+
+
+TOOL_ENCODING = (
+    "tool_table",
+    "tool_struct",
+    "param_tool",
+    "param_pos",
+    "param_kind",
+    "param_slot",
+    "param_req",
+    "param_start",
+    "sym_kind",
+    "sym_slot",
+)
+"""``EpisodeFeatures``' arrays of a tool besides its role code (``tool_prim``), and the symbols they name."""
+
+
+def test_a_descriptor_carries_the_primitive_role_only_when_it_is_leaked():
+    """What the leak check (``test_tiny_science``) compares: on every training and held-out
+    environment of the default pool, no descriptor token names a primitive and, with the leak off,
+    every tool's role code is 0 and the policy has no embedding to read it; with the leak on (the
+    control) each tool's code is its own primitive's, all the pool's primitives (``finish``
+    included) are told apart, and the rest of the tool's encoding is the same as without the leak."""
+    pool = tw.generate_pool(load_config(DEFAULT_CONFIG, schema_path=SCHEMA_PATH)["synthesize"])
+    first_task = {}
+    for task in pool.tasks + pool.heldout_tasks:
+        first_task.setdefault(task["env_id"], task)
+    leaked_roles = set()
+    for env in pool.envs + pool.heldout_envs:
+        compact = CompactEpisode(json.loads(env["spec"]), first_task[env["env_id"]], 0)
+        plain, leaked = EpisodeFeatures(compact, False), EpisodeFeatures(compact, True)
+        assert not {token for descriptor in compact.tools for token in descriptor} & set(PRIMITIVES)
+        assert plain.tool_prim == [0] * len(compact.tools)
+        assert [PRIMITIVES[code] for code in leaked.tool_prim] == [
+            tool.prim if tool else "finish" for tool in compact.ordered
+        ]
+        assert all(getattr(plain, name) == getattr(leaked, name) for name in TOOL_ENCODING)
+        leaked_roles.update(PRIMITIVES[code] for code in leaked.tool_prim)
+    envs = pool.envs + pool.heldout_envs
+    assert leaked_roles == {tool.prim for env in envs for tool in compile_spec(json.loads(env["spec"])).tools} | {
+        "finish"
+    }
+    assert len(leaked_roles) > 5
+    assert ToolPointer(8, leak_primitive_role=False).prim is None
+    assert not any(name.startswith("prim.") for name in ToolPointer(8, leak_primitive_role=False).state_dict())
+    assert ToolPointer(8, leak_primitive_role=True).prim is not None
 
 
 def _compact_episode(spec: dict, task: dict, seed: int) -> list[dict]:
