@@ -242,12 +242,13 @@ def _power(
     )
     unit = answer.cost.unit.replace("_", "-")
     print(f"cost: {number(answer.cost.of(design))} {unit} ({sims} simulated studies)")
+    cells = ("half_width", "half_width_se", "half_width_q10", "half_width_q90")
     shown = answer.predicted.select(
         "quantity",
         "name",
         pl.format(
-            "{} (MC SE {})",
-            *(pl.col(c).map_elements(number, return_dtype=pl.String) for c in ("half_width", "half_width_se")),
+            "{} (MC SE {}; one study 10-90 %: {} to {})",
+            *(pl.col(c).map_elements(number, return_dtype=pl.String) for c in cells),
         ).alias("expected 95 % half-width"),
         pl.col("p_decides").map_elements(number, return_dtype=pl.String).alias("P(interval excludes 0)"),
     )

@@ -210,8 +210,9 @@ def stated_truth(design: SweepDesign) -> Truth:
 
 def predict(design: SweepDesign, truth: Truth, noise: NoiseModel, n_sims: int = 200, seed: int = 0) -> pl.DataFrame:
     """Per headline quantity (``quantity``, ``name``): the expected 95 % half-width over ``n_sims``
-    simulated studies of ``design``, its Monte Carlo SE, and ``p_decides``, the share of studies
-    whose interval excludes 0 (for an ordering difference: the test decides)."""
+    simulated studies of ``design``, its Monte Carlo SE, the 10 % and 90 % quantiles of a single
+    study's half-width (one study's interval varies with its seeds' own spread), and ``p_decides``,
+    the share of studies whose interval excludes 0 (for an ordering difference: the test decides)."""
     rows = []
     for study in range(n_sims):
         runs = _simulate(design, truth, noise, seed + study)
@@ -224,9 +225,12 @@ def predict(design: SweepDesign, truth: Truth, noise: NoiseModel, n_sims: int = 
                 ("alpha_diff", f"{row['axis_a']} - {row['axis_b']}", row["alpha_diff_lo"], row["alpha_diff_hi"])
             )
     frame = pl.DataFrame(rows, schema=["quantity", "name", "lo", "hi"], orient="row")
+    half = (pl.col("hi") - pl.col("lo")) / 2
     return frame.group_by("quantity", "name", maintain_order=True).agg(
-        half_width=((pl.col("hi") - pl.col("lo")) / 2).mean(),
-        half_width_se=((pl.col("hi") - pl.col("lo")) / 2).std() / np.sqrt(n_sims),
+        half_width=half.mean(),
+        half_width_se=half.std() / np.sqrt(n_sims),
+        half_width_q10=half.quantile(0.1, "linear"),
+        half_width_q90=half.quantile(0.9, "linear"),
         p_decides=((pl.col("lo") > 0) | (pl.col("hi") < 0)).mean(),
     )
 
@@ -333,6 +337,8 @@ POWER_SCHEMA = {
     "name": pl.String,
     "half_width": pl.Float64,
     "half_width_se": pl.Float64,
+    "half_width_q10": pl.Float64,
+    "half_width_q90": pl.Float64,
     "p_decides": pl.Float64,
     "status": pl.String,
     "reason": pl.String,

@@ -362,6 +362,8 @@ VIEWS: dict[str, View] = {
             "quantity": "quantity",
             "name": "axis or pair",
             "half_width": "expected 95 % half-width",
+            "half_width_q10": "one study's, 10 %",
+            "half_width_q90": "one study's, 90 %",
             "p_decides": "P(interval excludes 0)",
         }
     ),
