@@ -105,3 +105,18 @@ def test_power_command_answers_for_the_8b_study() -> None:
         cwd=ROOT,
     )
     assert bad.returncode == 2 and "expected QUANTITY=HALF_WIDTH" in bad.stderr
+
+
+def test_kappa_intervals_narrow_with_quieter_runs() -> None:
+    """Kappa at r = 1 of the three representative methods: quieter runs (no seed spread, more
+    episodes) give narrower and more often bounded intervals than the default study's noise."""
+    from axisrl.config import load_config
+    from axisrl.planner import STATED_NOISE, predict_kappa, stated_truth
+
+    study = load_config(ROOT / "config" / "config.yaml", schema_path=ROOT / "config" / "schema.yaml")["study"]
+    truth = stated_truth(SweepDesign(DEFAULT_GRIDS, DEFAULT_CENTRE, 4, 118))
+    noisy = predict_kappa(study, truth, STATED_NOISE, 118, n_sims=12, n_boot=60)
+    quiet = predict_kappa(study, truth, NoiseModel(), 4000, n_sims=12, n_boot=60)
+    assert noisy["source"].to_list() == quiet["source"].to_list() == ["awm", "autoplay", "swirl"]
+    assert (quiet["half_width"] < noisy["half_width"]).all()
+    assert (quiet["p_bounded"] >= noisy["p_bounded"]).all() and quiet["p_bounded"].min() == 1.0

@@ -253,6 +253,13 @@ def _power(
         pl.col("p_decides").map_elements(number, return_dtype=pl.String).alias("P(interval excludes 0)"),
     )
     print(markdown(shown))
+    if answer.kappa is not None:
+        print(
+            "\nkappa at r = 1 (mixtures family, a synthetic unit assumed worth a real one; intervals by the pricing "
+            "stage's bootstrap): median half-width of a bounded interval, one study 10-90 %, and the share bounded"
+        )
+        print(markdown(answer.kappa.select(pl.all().map_elements(number, return_dtype=pl.String))))
+    print("not predicted: the recipe's measured efficiency (its runs depend on the fitted recipe)")
     if answer.searched is not None:
         searched = answer.searched.with_columns(
             meets=pl.all_horizontal(True, *(pl.col(f"max_half_width_{q}") <= width for q, width in wanted.items()))

@@ -30,7 +30,7 @@ from axisrl.budget import visits_per_run
 from axisrl.laws.axis import axis_ordering, slope_intervals, success_trends
 from axisrl.laws.data import AXES
 from axisrl.laws.noise import noise_frame
-from axisrl.laws.simulate import NoiseModel, simulate_study
+from axisrl.laws.simulate import NoiseModel, run_success, simulate_study
 from axisrl.plan import spread
 
 TIER = "T2"
@@ -88,6 +88,12 @@ class Truth:
             values = designs[axis].to_numpy()[off[axis]].astype(np.float64)
             out[off[axis]] = np.exp(np.interp(np.log(values), np.log(x), np.log(loss)))
         return out
+
+    def product_loss(self, values: Mapping[str, float]) -> float:
+        """``L`` off the sweeps (a mixture's base design): the centre's loss times each axis's
+        ``(x / centre)^-slope``, the product law of the sweeps' slopes."""
+        slopes = self.slopes()
+        return self.centre_loss * float(np.prod([(values[a] / c) ** -slopes[a] for a, c in self.centre.items()]))
 
     def slopes(self) -> dict[str, float]:
         """Each curve's least-squares log-log slope (``alpha``), to say what the truth is."""
@@ -235,6 +241,91 @@ def predict(design: SweepDesign, truth: Truth, noise: NoiseModel, n_sims: int = 
     )
 
 
+KAPPA_SCHEMA = {
+    "source": pl.String,
+    "axis": pl.String,
+    "real_amount": pl.Float64,
+    "kappa_true": pl.Float64,
+    "half_width": pl.Float64,
+    "half_width_q10": pl.Float64,
+    "half_width_q90": pl.Float64,
+    "p_bounded": pl.Float64,
+}
+"""Per method: its interval's median half-width over the simulated studies whose interval is
+bounded, the 10 % and 90 % quantiles, and ``p_bounded``, the share of studies whose interval has two
+finite bounds within the tables' ``KAPPA_SHOWN_MAX``."""
+
+
+def predict_kappa(
+    study: Mapping[str, Any],
+    truth: Truth,
+    noise: NoiseModel,
+    episodes: int,
+    *,
+    kappa: float = 1.0,
+    n_sims: int = 50,
+    n_boot: int = 200,
+    seed: int = 0,
+) -> pl.DataFrame:
+    """Kappa at ``r = 1`` of each axis's representative method (``pricing.tables.REPRESENTATIVES``)
+    at the mixtures family's first real amount, by simulating its real-only runs (1x and the
+    ``real_multiples``) and its ``r = 1`` mixture under ``noise`` and pricing each simulated study as
+    the pricing stage does (``pricing.estimate.kappa_at``, ``n_boot`` resamples). The truth: the
+    sweeps' product law at the real designs, and a mixture worth ``kappa`` real units per synthetic
+    one."""
+    from axisrl.plan import pricing_points
+    from axisrl.pricing.estimate import kappa_at
+    from axisrl.pricing.tables import KAPPA_SHOWN_MAX, REPRESENTATIVES
+
+    wanted = set(REPRESENTATIVES.values())
+    points = [p for p in pricing_points(study) if p.source in wanted and p.role == "real"]
+    rows = []
+    for (source, axis), group in itertools.groupby(points, key=lambda p: (p.source, p.axis)):
+        real = [p for p in group if p.real_amount == min(q.real_amount for q in points if q.source == source)]
+        amount = float(real[0].real_amount)
+        multiples = np.array([p.multiple for p in real], dtype=float)
+        losses = np.array([truth.product_loss(p.design.as_dict()) for p in real])
+        exponent = float(-np.polyfit(np.log(multiples), np.log(losses), 1)[0])
+        loss_mix = losses[multiples == 1][0] * (1 + kappa) ** -exponent
+        half_widths, bounded = [], []
+        seeds = len(study["seeds"])
+        for study_seed in range(seed, seed + n_sims):
+            rng = np.random.default_rng(study_seed)
+            law_loss = np.repeat(np.append(losses, loss_mix), seeds)
+            spread = np.exp(noise.seed_sd_spread * rng.standard_normal(len(losses) + 1))
+            shocks = rng.standard_normal(len(law_loss))
+            p_run = run_success(law_loss, np.repeat(noise.seed_sd * spread, seeds), shocks, noise, rng)
+            successes = rng.binomial(episodes, p_run)
+            x = np.repeat(np.append(amount * multiples, amount), seeds)
+            runs = pl.DataFrame(
+                {axis: x, "successes": successes, "trials": episodes, "seed": np.tile(range(seeds), len(losses) + 1)}
+            )
+            n_real = len(losses) * seeds
+            mixed = runs[n_real:].with_columns(ratio=pl.lit(1.0))
+            row = kappa_at(runs[:n_real], mixed, axis, amount, 1.0, n_boot, study_seed).row(0, named=True)
+            ok = row["status"] == "ok" and all(
+                v is not None and np.isfinite(v) and abs(v) <= KAPPA_SHOWN_MAX
+                for v in (row["kappa_lo"], row["kappa_hi"])
+            )
+            bounded.append(ok)
+            if ok:
+                half_widths.append((row["kappa_hi"] - row["kappa_lo"]) / 2)
+        widths = np.array(half_widths) if half_widths else np.array([np.nan])
+        rows.append(
+            {
+                "source": source,
+                "axis": axis,
+                "real_amount": amount,
+                "kappa_true": kappa,
+                "half_width": float(np.median(widths)),
+                "half_width_q10": float(np.quantile(widths, 0.1)),
+                "half_width_q90": float(np.quantile(widths, 0.9)),
+                "p_bounded": float(np.mean(bounded)),
+            }
+        )
+    return pl.DataFrame(rows, schema=KAPPA_SCHEMA)
+
+
 @dataclass(frozen=True)
 class RunCost:
     """What one run of a design costs: ``unit`` (cpu_seconds or gpu_hours) per run, from
@@ -328,6 +419,7 @@ class Plan(NamedTuple):
     noise: NoiseModel
     truth: Truth
     predicted: pl.DataFrame
+    kappa: pl.DataFrame | None
     cost: RunCost
     searched: pl.DataFrame | None
 
@@ -340,6 +432,7 @@ POWER_SCHEMA = {
     "half_width_q10": pl.Float64,
     "half_width_q90": pl.Float64,
     "p_decides": pl.Float64,
+    "p_bounded": pl.Float64,
     "status": pl.String,
     "reason": pl.String,
 }
@@ -354,7 +447,27 @@ def power_table(noise: pl.DataFrame, study: Mapping[str, Any], take_off: float, 
     except ValueError as exc:
         return pl.DataFrame({"status": ["not_run"], "reason": [str(exc)]})
     predicted = predict(design_of({"study": study}, episodes), truth, model, n_sims)
-    return predicted.with_columns(status=pl.lit("ok"), reason=pl.lit(None, dtype=pl.String)).cast(POWER_SCHEMA)
+    frames = [predicted]
+    if study["families"]["mixtures"]["enabled"]:
+        frames.append(kappa_rows(predict_kappa(study, truth, model, episodes)))
+    return (
+        pl.concat(frames, how="diagonal_relaxed")
+        .with_columns(status=pl.lit("ok"), reason=pl.lit(None, dtype=pl.String))
+        .select(POWER_SCHEMA)
+        .cast(POWER_SCHEMA)
+    )
+
+
+def kappa_rows(kappa: pl.DataFrame) -> pl.DataFrame:
+    """``predict_kappa``'s frame as rows of the planner's table (quantity ``kappa_r1``)."""
+    return kappa.select(
+        quantity=pl.lit("kappa_r1"),
+        name=pl.format("{} ({})", "source", "axis"),
+        half_width="half_width",
+        half_width_q10="half_width_q10",
+        half_width_q90="half_width_q90",
+        p_bounded="p_bounded",
+    )
 
 
 def plan(
@@ -382,5 +495,7 @@ def plan(
     else:
         cost = RunCost("gpu_hours", config=config)
     predicted = predict(design, truth, model, n_sims)
+    mixtures = config["study"]["families"]["mixtures"]["enabled"]
+    kappa = predict_kappa(config["study"], truth, model, design.episodes) if mixtures else None
     searched = search(design, truth, model, cost) if search_designs else None
-    return Plan(design, model, truth, predicted, cost, searched)
+    return Plan(design, model, truth, predicted, kappa, cost, searched)

@@ -64,6 +64,17 @@ def expected_success(loss: np.ndarray, seed_sd: np.ndarray, noise: NoiseModel) -
 EPISODE_SCHEMA = {"run_key": pl.String, "task_id": pl.String, "tier": pl.String, "success": pl.Boolean}
 
 
+def run_success(
+    law_loss: np.ndarray, run_sd: np.ndarray, shocks: np.ndarray, noise: NoiseModel, rng: np.random.Generator
+) -> np.ndarray:
+    """Each run's success probability: ``exp(-L e^(sd z))`` for its seed shock ``z``, or
+    ``untrained_success`` for a run that does not take off (drawn from ``rng`` when the model has them)."""
+    p_run = np.exp(-law_loss * np.exp(run_sd * shocks))
+    if noise.no_take_off:
+        p_run = np.where(rng.random(len(p_run)) < noise.no_take_off, noise.untrained_success, p_run)
+    return p_run
+
+
 class SimulatedStudy(NamedTuple):
     runs: pl.DataFrame
     episodes: pl.DataFrame
@@ -139,9 +150,7 @@ def simulate_study(
         spread = np.exp(noise.seed_sd_spread * rng.standard_normal(len(designs)))
         point_sd = {key: noise.seed_sd * factor for key, factor in zip(designs, spread, strict=True)}
     run_sd = np.array([point_sd[key] for key in runs["point_key"]])
-    p_run = np.exp(-law_loss * np.exp(run_sd * shocks))
-    if noise.no_take_off:
-        p_run = np.where(rng.random(runs.height) < noise.no_take_off, noise.untrained_success, p_run)
+    p_run = run_success(law_loss, run_sd, shocks, noise, rng)
     tier_of_task = np.array(TIERS[:3])[np.arange(n_tasks) % 3]
     if with_episodes:
         success = rng.random((runs.height, n_tasks)) < p_run[:, None]

@@ -365,6 +365,7 @@ VIEWS: dict[str, View] = {
             "half_width_q10": "one study's, 10 %",
             "half_width_q90": "one study's, 90 %",
             "p_decides": "P(interval excludes 0)",
+            "p_bounded": "P(interval bounded)",
         }
     ),
 }
