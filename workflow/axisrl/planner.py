@@ -5,7 +5,8 @@ run) and a noise model (a finished study's ``noise`` frame, or stated values), i
 study many times (``axisrl.laws.simulate``) and analyses each simulated study with the laws stage's
 own functions, so a predicted half-width is that of the interval the study will report: per axis,
 the log-log slope ``alpha`` and the trend of held-out success; per pair of axes, the slope
-difference, with the probability that its interval excludes 0 (the ordering test decides). The
+difference, with the probability that its interval excludes 0 (the ordering test decides); and
+kappa at r = 1 of each axis's representative synthesis method (``predict_kappa``). The
 compute a design costs is CPU-seconds for the tiny backend (per-run seconds fitted to a finished
 study's measured train jobs) and GPU-hours for cluster studies (``axisrl.cluster_cost``).
 ``search`` tries coarser grids and other seed counts for the cheapest design that reaches given
@@ -34,10 +35,10 @@ from axisrl.laws.simulate import NoiseModel, run_success, simulate_study
 from axisrl.plan import spread
 
 TIER = "T2"
-STATED_NOISE = NoiseModel(seed_sd=0.17, seed_sd_spread=0.33, no_take_off=0.07, untrained_success=0.03)
-"""The default study's noise (its ``noise`` frame, T2): what the planner assumes without a frame."""
 STATED_SEED_SD_SPREAD = 0.33
 """Spread of the seed SD across points: 4 seeds cannot estimate it per study, so it is stated."""
+STATED_NOISE = NoiseModel(seed_sd=0.17, seed_sd_spread=STATED_SEED_SD_SPREAD, no_take_off=0.07, untrained_success=0.03)
+"""The default study's noise (its ``noise`` frame, T2): what the planner assumes without a frame."""
 STATED_CENTRE_SUCCESS = 0.18
 STATED_ALPHA = 0.1
 QUANTITIES = ("alpha", "trend", "alpha_diff")
@@ -65,8 +66,9 @@ class SweepDesign:
 
 @dataclass(frozen=True)
 class Truth:
-    """The held-out loss the simulated studies are drawn around: per axis its sweep's curve ``(x, L)``
-    through the centre, interpolated linearly in ``ln x`` and ``ln L`` (held flat beyond its ends)."""
+    """The held-out loss the simulated studies are drawn around: per axis its sweep's curve ``(x, L)``,
+    interpolated linearly in ``ln x`` and ``ln L`` (held flat beyond its ends); the centre design
+    takes the first axis's curve at its centre value."""
 
     curves: Mapping[str, tuple[np.ndarray, np.ndarray]]
     centre: Mapping[str, int]
@@ -123,9 +125,9 @@ def _offsets_kept(sweeps: Sequence[pl.DataFrame]) -> float:
         x, p = np.log(sweep["x"].to_numpy()), sweep["p"].to_numpy()
         log_loss = np.log(-np.log(p))
         residual = log_loss - np.polyval(np.polyfit(x, log_loss, 1), x)
-        spread = sweep["between_seed_var"].fill_null(sweep["binomial_var"]).to_numpy() / sweep["n_seeds"].to_numpy()
+        variance = sweep["between_seed_var"].fill_null(sweep["binomial_var"]).to_numpy() / sweep["n_seeds"].to_numpy()
         residual_ss += float(residual @ residual)
-        noise_ss += (len(x) - 2) / len(x) * float(np.sum(spread / (p * np.log(p)) ** 2))
+        noise_ss += (len(x) - 2) / len(x) * float(np.sum(variance / (p * np.log(p)) ** 2))
     return max(0.0, 1.0 - noise_ss / residual_ss) if residual_ss > 0 else 0.0
 
 
@@ -292,9 +294,9 @@ def predict_kappa(
         for study_seed in range(seed, seed + n_sims):
             rng = np.random.default_rng(study_seed)
             law_loss = np.repeat(np.append(losses, loss_mix), seeds)
-            spread = np.exp(noise.seed_sd_spread * rng.standard_normal(len(losses) + 1))
+            point_factor = np.exp(noise.seed_sd_spread * rng.standard_normal(len(losses) + 1))
             shocks = rng.standard_normal(len(law_loss))
-            p_run = run_success(law_loss, np.repeat(noise.seed_sd * spread, seeds), shocks, noise, rng)
+            p_run = run_success(law_loss, np.repeat(noise.seed_sd * point_factor, seeds), shocks, noise, rng)
             successes = rng.binomial(episodes, p_run)
             x = np.repeat(np.append(amount * multiples, amount), seeds)
             runs = pl.DataFrame(
