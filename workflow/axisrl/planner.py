@@ -258,6 +258,45 @@ bounded, the 10 % and 90 % quantiles, and ``p_bounded``, the share of studies wh
 finite bounds within the tables' ``KAPPA_SHOWN_MAX``."""
 
 
+def _kappa_interval(
+    axis: str,
+    amount: float,
+    multiples: np.ndarray,
+    losses: np.ndarray,
+    seeds: int,
+    episodes: int,
+    noise: NoiseModel,
+    n_boot: int,
+    seed: int,
+) -> tuple[float, float] | None:
+    """One simulated pricing study's kappa interval at ``r = 1`` (None: not bounded): the real-only
+    runs at ``multiples`` of ``amount`` and the mixture, at true losses ``losses`` (the mixture's
+    last), ``seeds`` each, priced by ``pricing.estimate.kappa_at``."""
+    from axisrl.pricing.estimate import kappa_at
+    from axisrl.pricing.tables import KAPPA_SHOWN_MAX
+
+    rng = np.random.default_rng(seed)
+    law_loss = np.repeat(losses, seeds)
+    point_factor = np.exp(noise.seed_sd_spread * rng.standard_normal(len(losses)))
+    shocks = rng.standard_normal(len(law_loss))
+    p_run = run_success(law_loss, np.repeat(noise.seed_sd * point_factor, seeds), shocks, noise, rng)
+    runs = pl.DataFrame(
+        {
+            axis: np.repeat(np.append(amount * multiples, amount), seeds),
+            "successes": rng.binomial(episodes, p_run),
+            "trials": episodes,
+            "seed": np.tile(range(seeds), len(losses)),
+        }
+    )
+    n_real = len(multiples) * seeds
+    mixed = runs[n_real:].with_columns(ratio=pl.lit(1.0))
+    row = kappa_at(runs[:n_real], mixed, axis, amount, 1.0, n_boot, seed).row(0, named=True)
+    bounds = (row["kappa_lo"], row["kappa_hi"])
+    if row["status"] != "ok" or not all(v is not None and np.isfinite(v) and abs(v) <= KAPPA_SHOWN_MAX for v in bounds):
+        return None
+    return bounds
+
+
 def predict_kappa(
     study: Mapping[str, Any],
     truth: Truth,
@@ -272,57 +311,37 @@ def predict_kappa(
     """Kappa at ``r = 1`` of each axis's representative method (``pricing.tables.REPRESENTATIVES``)
     at the mixtures family's first real amount, by simulating its real-only runs (1x and the
     ``real_multiples``) and its ``r = 1`` mixture under ``noise`` and pricing each simulated study as
-    the pricing stage does (``pricing.estimate.kappa_at``, ``n_boot`` resamples). The truth: the
-    sweeps' product law at the real designs, and a mixture worth ``kappa`` real units per synthetic
-    one."""
+    the pricing stage does (``n_boot`` resamples). The truth: the sweeps' product law at the real
+    designs, and a mixture worth ``kappa`` real units per synthetic one."""
     from axisrl.plan import pricing_points
-    from axisrl.pricing.estimate import kappa_at
-    from axisrl.pricing.tables import KAPPA_SHOWN_MAX, REPRESENTATIVES
+    from axisrl.pricing.tables import REPRESENTATIVES
 
     wanted = set(REPRESENTATIVES.values())
     points = [p for p in pricing_points(study) if p.source in wanted and p.role == "real"]
     rows = []
     for (source, axis), group in itertools.groupby(points, key=lambda p: (p.source, p.axis)):
-        real = [p for p in group if p.real_amount == min(q.real_amount for q in points if q.source == source)]
-        amount = float(real[0].real_amount)
+        of_source = list(group)
+        amount = min(p.real_amount for p in of_source)
+        real = [p for p in of_source if p.real_amount == amount]
         multiples = np.array([p.multiple for p in real], dtype=float)
         losses = np.array([truth.product_loss(p.design.as_dict()) for p in real])
         exponent = float(-np.polyfit(np.log(multiples), np.log(losses), 1)[0])
-        loss_mix = losses[multiples == 1][0] * (1 + kappa) ** -exponent
-        half_widths, bounded = [], []
-        seeds = len(study["seeds"])
-        for study_seed in range(seed, seed + n_sims):
-            rng = np.random.default_rng(study_seed)
-            law_loss = np.repeat(np.append(losses, loss_mix), seeds)
-            point_factor = np.exp(noise.seed_sd_spread * rng.standard_normal(len(losses) + 1))
-            shocks = rng.standard_normal(len(law_loss))
-            p_run = run_success(law_loss, np.repeat(noise.seed_sd * point_factor, seeds), shocks, noise, rng)
-            successes = rng.binomial(episodes, p_run)
-            x = np.repeat(np.append(amount * multiples, amount), seeds)
-            runs = pl.DataFrame(
-                {axis: x, "successes": successes, "trials": episodes, "seed": np.tile(range(seeds), len(losses) + 1)}
-            )
-            n_real = len(losses) * seeds
-            mixed = runs[n_real:].with_columns(ratio=pl.lit(1.0))
-            row = kappa_at(runs[:n_real], mixed, axis, amount, 1.0, n_boot, study_seed).row(0, named=True)
-            ok = row["status"] == "ok" and all(
-                v is not None and np.isfinite(v) and abs(v) <= KAPPA_SHOWN_MAX
-                for v in (row["kappa_lo"], row["kappa_hi"])
-            )
-            bounded.append(ok)
-            if ok:
-                half_widths.append((row["kappa_hi"] - row["kappa_lo"]) / 2)
-        widths = np.array(half_widths) if half_widths else np.array([np.nan])
+        with_mixture = np.append(losses, losses[multiples == 1][0] * (1 + kappa) ** -exponent)
+        intervals = [
+            _kappa_interval(axis, amount, multiples, with_mixture, len(study["seeds"]), episodes, noise, n_boot, s)
+            for s in range(seed, seed + n_sims)
+        ]
+        widths = np.array([(hi - lo) / 2 for lo, hi in filter(None, intervals)] or [np.nan])
         rows.append(
             {
                 "source": source,
                 "axis": axis,
-                "real_amount": amount,
+                "real_amount": float(amount),
                 "kappa_true": kappa,
                 "half_width": float(np.median(widths)),
                 "half_width_q10": float(np.quantile(widths, 0.1)),
                 "half_width_q90": float(np.quantile(widths, 0.9)),
-                "p_bounded": float(np.mean(bounded)),
+                "p_bounded": float(np.mean([i is not None for i in intervals])),
             }
         )
     return pl.DataFrame(rows, schema=KAPPA_SCHEMA)
