@@ -275,6 +275,8 @@ def test_laws_tables_and_figures_of_the_smoke_study(smoke_run):
     assert pl.read_parquet(laws_dir / "table8.parquet")["status"].to_list() == ["not_run"]
     for name in (*LAW_TABLES, "table9"):
         assert (smoke_run / "results" / "tables" / f"{name}.md").read_text().startswith("# Table")
+    power = pl.read_csv(smoke_run / "results" / "tables" / "power.csv")  # 2-point sweeps: the planner says why not
+    assert power["status"].to_list() == ["not_run"] and "a sweep's line needs 3" in power["reason"][0]
     noise = pl.read_parquet(laws_dir / "noise.parquet")  # two points per axis, four tiers
     assert noise.height == 24 and set(noise["tier"]) == {"T0", "T1", "T2", "all"}
     for name in ("fig2", "fig3", "fig_noise"):
