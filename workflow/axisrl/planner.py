@@ -412,7 +412,7 @@ def search(
     noise: NoiseModel,
     cost: RunCost,
     seeds: Sequence[int] = (2, 3, 4, 6, 8),
-    n_sims: int = 40,
+    n_sims: int = 30,
 ) -> pl.DataFrame:
     """Every candidate design (``candidates``): its cost and the largest expected half-width of each
     kind of quantity, cheapest first."""
