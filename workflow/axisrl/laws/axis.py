@@ -34,7 +34,6 @@ from axisrl.laws.models import (
     ALPHA_GRID,
     LEVEL,
     MIN_POINTS,
-    MODELS,
     N_PARAMS,
     ExponentFit,
     FloorProfile,
@@ -51,7 +50,6 @@ __all__ = [
     "LEVEL",
     "LOO_SCHEMA",
     "MIN_POINTS",
-    "MODELS",
     "N_PARAMS",
     "ORDERING_SCHEMA",
     "SLOPE_SCHEMA",
@@ -70,7 +68,7 @@ __all__ = [
     "slope_intervals",
     "success_trends",
 ]
-"""With what it re-exports from ``models``, every name ``axis`` has held."""
+"""``axis``'s own names and the ``models`` names it re-exports for the modules that import them from here."""
 
 
 FIT_SCHEMA = {

@@ -4,14 +4,16 @@ runs-table bookkeeping; it also gives the joint law its exponent bounds and pric
 
 * ``power``: ``ln L = ln A - alpha ln x`` by WLS with weights ``1/var(ln L)`` (delta method), a
   t-interval on ``G - 2`` degrees of freedom inflated by ``sqrt(max(1, chi2/(G-2)))`` when the
-  points scatter more than their variances allow.
+  points scatter more than their variances allow (pricing's real-only laws use it; the per-axis
+  slopes of ``axis`` report the seed-level interval of ``intervals`` instead, which curvature does
+  not widen).
 * ``floor``: ``L = E + A x^-alpha``, ``E, A >= 0``, by variable projection: for fixed ``alpha``, E
   and A by weighted non-negative least squares, profiled over ``alpha`` in ``ALPHA_BOUNDS``; the
   CI is the profile-likelihood set ``WRSS(alpha) - WRSS_min <= s2 F(1, G-3)``, with
   ``s2 = max(1, WRSS_min/(G-3))``. E and alpha trade off over short ranges, so asymptotic SEs
   would mislead.
 
-``quasi_aicc`` scores either fit for the model selection ``axis`` makes.
+``quasi_aicc`` scores either fit for the preference ``axis`` reports (information only).
 """
 
 from __future__ import annotations
@@ -27,7 +29,6 @@ from scipy import optimize, stats
 ALPHA_BOUNDS = (0.01, 1.5)
 ALPHA_GRID = np.linspace(*ALPHA_BOUNDS, 150)
 LEVEL = 0.95
-MODELS = ("power", "floor")
 N_PARAMS = {"power": 2, "floor": 3}
 MIN_POINTS = {model: n + 1 for model, n in N_PARAMS.items()}
 """Each model needs a residual degree of freedom for its dispersion."""
@@ -185,11 +186,3 @@ def quasi_aicc(chi2: float, n_params: int, n_points: int, dispersion: float) -> 
     if spare <= 0:
         return np.inf
     return chi2 / dispersion + 2 * n_params + 2 * n_params * (n_params + 1) / spare
-
-
-def fit_models(x: np.ndarray, loss: np.ndarray, var_loss: np.ndarray, with_ci: bool) -> dict[str, ExponentFit | None]:
-    """Both models, each only where the sweep has enough points for it."""
-    return {
-        "power": fit_power(x, loss, var_loss) if len(x) >= MIN_POINTS["power"] else None,
-        "floor": fit_floor(x, loss, var_loss, with_ci) if len(x) >= MIN_POINTS["floor"] else None,
-    }
