@@ -120,3 +120,17 @@ def test_kappa_intervals_narrow_with_quieter_runs() -> None:
     assert noisy["source"].to_list() == quiet["source"].to_list() == ["awm", "autoplay", "swirl"]
     assert (quiet["half_width"] < noisy["half_width"]).all()
     assert (quiet["p_bounded"] >= noisy["p_bounded"]).all() and quiet["p_bounded"].min() == 1.0
+
+
+def test_the_power_table_of_a_study_with_mixtures() -> None:
+    """The ``power`` target's frame: the nine headline rows, then kappa at r = 1 of the three
+    representative methods, in one schema."""
+    from axisrl.config import load_config
+    from axisrl.planner import POWER_SCHEMA, power_table
+
+    study = load_config(ROOT / "config" / "config.yaml", schema_path=ROOT / "config" / "schema.yaml")["study"]
+    frame = power_table(noise_frame(_study(0), ["T2"], take_off=0.1), study, 0.1, n_sims=8, kappa_sims=4)
+    assert frame.schema == pl.Schema(POWER_SCHEMA)
+    assert frame["quantity"].to_list() == ["alpha"] * 3 + ["trend"] * 3 + ["alpha_diff"] * 3 + ["kappa_r1"] * 3
+    assert (frame["status"] == "ok").all() and frame["half_width"].head(9).is_not_null().all()
+    assert frame.filter(pl.col("quantity") == "kappa_r1")["p_bounded"].is_not_null().all()

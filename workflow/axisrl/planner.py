@@ -459,7 +459,9 @@ POWER_SCHEMA = {
 }
 
 
-def power_table(noise: pl.DataFrame, study: Mapping[str, Any], take_off: float, n_sims: int = 200) -> pl.DataFrame:
+def power_table(
+    noise: pl.DataFrame, study: Mapping[str, Any], take_off: float, n_sims: int = 200, kappa_sims: int = 50
+) -> pl.DataFrame:
     """The ``power`` target: what this study's design buys, predicted from its own noise frame (a
     second study of it, with other seeds, should measure these half-widths); a study whose sweeps
     are too short for the planner gets one row saying why."""
@@ -470,11 +472,11 @@ def power_table(noise: pl.DataFrame, study: Mapping[str, Any], take_off: float, 
     predicted = predict(design_of({"study": study}, episodes), truth, model, n_sims)
     frames = [predicted]
     if study["families"]["mixtures"]["enabled"]:
-        frames.append(kappa_rows(predict_kappa(study, truth, model, episodes)))
+        frames.append(kappa_rows(predict_kappa(study, truth, model, episodes, n_sims=kappa_sims)))
     return (
         pl.concat(frames, how="diagonal_relaxed")
         .with_columns(status=pl.lit("ok"), reason=pl.lit(None, dtype=pl.String))
-        .select(POWER_SCHEMA)
+        .select(list(POWER_SCHEMA))
         .cast(POWER_SCHEMA)
     )
 
