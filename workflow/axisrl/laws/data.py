@@ -21,10 +21,14 @@ DESIGN_COLUMNS = AXES + SETTING_COLUMNS
 """What makes two runs different experiments: a fit must not pool runs that differ in one of these."""
 
 
+def clipped_success(successes: np.ndarray, trials: np.ndarray) -> np.ndarray:
+    """``p = k / n`` clipped to [1/(2n), 1 - 1/(2n)], so 0/n and n/n give finite losses."""
+    return np.clip(successes / trials, 0.5 / trials, 1.0 - 0.5 / trials)
+
+
 def clipped_loss(successes: np.ndarray, trials: np.ndarray) -> np.ndarray:
-    """``-ln p`` with ``p`` clipped to [1/(2n), 1 - 1/(2n)], so 0/n and n/n give finite losses."""
-    p = np.clip(successes / trials, 0.5 / trials, 1.0 - 0.5 / trials)
-    return -np.log(p)
+    """``-ln p`` of the clipped success (``clipped_success``)."""
+    return -np.log(clipped_success(successes, trials))
 
 
 def usable_runs(runs: pl.DataFrame, tier: str = "all") -> tuple[pl.DataFrame, pl.DataFrame]:

@@ -24,6 +24,8 @@ from typing import NamedTuple
 import numpy as np
 from scipy import stats
 
+from axisrl.laws.data import clipped_success
+
 
 class PointEstimates(NamedTuple):
     """Per grid point: an estimate, its estimated sampling variance, and that variance's degrees of
@@ -52,7 +54,8 @@ class Interval(NamedTuple):
 
 
 @lru_cache(maxsize=256)
-def _t_quantile(level: float, dof: float) -> float:
+def t_quantile(level: float, dof: float) -> float:
+    """Two-sided ``level`` t quantile; cached because ``stats.t.ppf`` costs more than a whole fit."""
     return float(stats.t.ppf(0.5 + level / 2, dof))
 
 
@@ -64,9 +67,7 @@ def pooled_log_loss(
     ``k/(k-1) sum_i (n_i / N)^2 (p_i - p)^2``, at least the binomial ``p (1 - p) / N``, carried to
     ``ln(-ln p)`` by the delta method (``d ln L / dp = 1 / (p ln p)``)."""
     pooled_trials = np.bincount(point_index, trials, n_points)
-    p = np.clip(
-        np.bincount(point_index, successes, n_points) / pooled_trials, 0.5 / pooled_trials, 1 - 0.5 / pooled_trials
-    )
+    p = clipped_success(np.bincount(point_index, successes, n_points), pooled_trials)
     k = np.bincount(point_index, minlength=n_points).astype(np.float64)
     share = trials / pooled_trials[point_index]
     residual = share * (successes / trials - p[point_index])
@@ -92,7 +93,7 @@ def linear_interval(coefficients: np.ndarray, points: PointEstimates, level: flo
     denominator = float(np.sum(parts[finite] ** 2 / points.dof[finite]))
     dof = variance**2 / denominator if denominator > 0 else np.inf
     se = float(np.sqrt(variance))
-    half = _t_quantile(level, dof) * se if se > 0 else 0.0
+    half = t_quantile(level, dof) * se if se > 0 else 0.0
     return Interval(estimate, se, float(dof), estimate - half, estimate + half)
 
 

@@ -26,6 +26,8 @@ from typing import NamedTuple
 import numpy as np
 from scipy import optimize, stats
 
+from axisrl.laws.intervals import t_quantile
+
 ALPHA_BOUNDS = (0.01, 1.5)
 ALPHA_GRID = np.linspace(*ALPHA_BOUNDS, 150)
 LEVEL = 0.95
@@ -49,14 +51,8 @@ class ExponentFit:
 
 
 @lru_cache(maxsize=64)
-def _t_quantile(dof: int) -> float:
-    """Two-sided ``LEVEL`` t quantile; cached because ``stats.t.ppf`` costs more than a whole fit."""
-    return float(stats.t.ppf(0.5 + LEVEL / 2, dof))
-
-
-@lru_cache(maxsize=64)
 def _f_quantile(dof: int) -> float:
-    """``LEVEL`` quantile of ``F(1, dof)``, cached like ``_t_quantile``."""
+    """``LEVEL`` quantile of ``F(1, dof)``, cached like ``intervals.t_quantile``."""
     return float(stats.f.ppf(LEVEL, 1, dof))
 
 
@@ -82,7 +78,7 @@ def fit_power(x: np.ndarray, loss: np.ndarray, var_loss: np.ndarray) -> Exponent
     dof = len(x) - 2
     scale = chi2 / dof
     se_known_variance = np.sqrt(np.dot(pinv, np.transpose(pinv))[1, 1] * scale) / np.sqrt(scale)
-    half = _t_quantile(dof) * se_known_variance * np.sqrt(max(1.0, chi2 / dof))
+    half = t_quantile(LEVEL, dof) * se_known_variance * np.sqrt(max(1.0, chi2 / dof))
     alpha = -float(params[1])
     centered_tss = np.sum(weight * (log_loss - np.average(log_loss, weights=weight)) ** 2)
     with np.errstate(divide="ignore", invalid="ignore"):  # a flat resample: R^2 undefined, as in statsmodels
