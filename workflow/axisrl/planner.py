@@ -115,19 +115,31 @@ def design_of(config: Mapping[str, Any], episodes: int | None = None) -> SweepDe
     return SweepDesign(grids, dict(study["centre"]), seeds, episodes)
 
 
-def _offsets_kept(sweeps: Sequence[pl.DataFrame]) -> float:
+class _SweepLine(NamedTuple):
+    """One sweep of a noise frame: ``ln x``, ``ln L`` of its points, their log-log line there, and the
+    sampling variance of each point's ``ln L`` (its seeds' spread, or binomial with one seed)."""
+
+    log_x: np.ndarray
+    log_loss: np.ndarray
+    line: np.ndarray
+    variance: np.ndarray
+
+
+def _sweep_line(sweep: pl.DataFrame) -> _SweepLine:
+    log_x, p = np.log(sweep["x"].to_numpy()), sweep["p"].to_numpy()
+    log_loss = np.log(-np.log(p))
+    variance_p = sweep["between_seed_var"].fill_null(sweep["binomial_var"]).to_numpy() / sweep["n_seeds"].to_numpy()
+    line = np.polyval(np.polyfit(log_x, log_loss, 1), log_x)
+    return _SweepLine(log_x, log_loss, line, variance_p / (p * np.log(p)) ** 2)
+
+
+def _offsets_kept(lines: Sequence[_SweepLine]) -> float:
     """The share of the points' scatter about each sweep's log-log line that is real: a point's own
     offset (its pool, say) recurs with new seeds, its sampling noise does not. Method of moments over
     all sweeps: the residuals' sum of squares less what the points' variances give (``(G - 2) / G``
     of their sum about a fitted line), as a share of it, floored at 0."""
-    residual_ss = noise_ss = 0.0
-    for sweep in sweeps:
-        x, p = np.log(sweep["x"].to_numpy()), sweep["p"].to_numpy()
-        log_loss = np.log(-np.log(p))
-        residual = log_loss - np.polyval(np.polyfit(x, log_loss, 1), x)
-        variance = sweep["between_seed_var"].fill_null(sweep["binomial_var"]).to_numpy() / sweep["n_seeds"].to_numpy()
-        residual_ss += float(residual @ residual)
-        noise_ss += (len(x) - 2) / len(x) * float(np.sum(variance / (p * np.log(p)) ** 2))
+    residual_ss = sum(float(np.sum((line.log_loss - line.line) ** 2)) for line in lines)
+    noise_ss = sum((len(line.log_x) - 2) / len(line.log_x) * float(line.variance.sum()) for line in lines)
     return max(0.0, 1.0 - noise_ss / residual_ss) if residual_ss > 0 else 0.0
 
 
@@ -144,12 +156,12 @@ def from_noise_frame(noise: pl.DataFrame, centre: Mapping[str, int], take_off: f
     for axis, sweep in sweeps.items():
         if sweep.height < 3:
             raise ValueError(f"the noise frame has {sweep.height} {axis} points; a sweep's line needs 3")
-    kept = _offsets_kept(list(sweeps.values()))
-    curves = {}
-    for axis, sweep in sweeps.items():
-        x, log_loss = sweep["x"].to_numpy(), np.log(-np.log(sweep["p"].to_numpy()))
-        line = np.polyval(np.polyfit(np.log(x), log_loss, 1), np.log(x))
-        curves[axis] = (x, np.exp(line + kept * (log_loss - line)))
+    lines = {axis: _sweep_line(sweep) for axis, sweep in sweeps.items()}
+    kept = _offsets_kept(list(lines.values()))
+    curves = {
+        axis: (sweeps[axis]["x"].to_numpy(), np.exp(line.line + kept * (line.log_loss - line.line)))
+        for axis, line in lines.items()
+    }
     seeds = rows["n_seeds"].to_numpy()
     no_take_off = float(1 - (rows["take_off_share"].to_numpy() * seeds).sum() / seeds.sum())
     episodes = int(round(float((rows["trials"] / rows["n_seeds"]).mean())))
