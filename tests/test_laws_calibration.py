@@ -3,7 +3,7 @@
 Each study: an additive law with an irreducible floor (the other axes' terms at the centre), the
 default study's grids, centre and 4 seeds per point, 118 held-out T2 episodes per run, seed spread
 on ``ln L`` whose size differs by grid point, and a share of runs that do not take off
-(``NoiseModel`` values below, from the default study's ``noise`` frame: median seed SD of
+(``planner.STATED_NOISE``, from the default study's ``noise`` frame: median seed SD of
 ``ln L`` 0.17, 7 % of seeds at or below the take-off threshold, log design effects spread 0.33
 beyond what 4 seeds give by chance). Each nominal 95 % interval is checked against its pseudo-true
 value, the quantity the noise-free study would give over the same grid:
@@ -27,11 +27,11 @@ import pytest
 from axisrl.laws import Law, axis_ordering, fit_axes, simulate_study, success_trends
 from axisrl.laws.data import AXES, axis_sweep
 from axisrl.laws.intervals import slope_coefficients
-from axisrl.laws.simulate import DEFAULT_CENTRE, GAUSS_HERMITE, NoiseModel
+from axisrl.laws.simulate import DEFAULT_CENTRE, GAUSS_HERMITE
+from axisrl.planner import STATED_NOISE as NOISE
 
 LAW = Law(E=0.6, A={"d_env": 0.7, "d_task": 1.0, "d_traj": 0.5}, alpha={"d_env": 0.4, "d_task": 0.15, "d_traj": 0.25})
 """Success 0.12 to 0.3 over the sweeps, as in the default study; each sweep bends towards its floor."""
-NOISE = NoiseModel(seed_sd=0.17, seed_sd_spread=0.33, no_take_off=0.07, untrained_success=0.03)
 SEEDS = (0, 1, 2, 3)
 T2_EPISODES = 118
 PAIRS = list(itertools.combinations(AXES, 2))

@@ -12,11 +12,11 @@ import pytest
 from axisrl.laws import Law, simulate_study, success_trends
 from axisrl.laws.noise import noise_frame
 from axisrl.laws.simulate import DEFAULT_CENTRE, DEFAULT_GRIDS, NoiseModel
+from axisrl.planner import STATED_NOISE as NOISE
 from axisrl.planner import SweepDesign, candidates, from_noise_frame, measured_cpu_cost, predict
 from conftest import ROOT
 
 LAW = Law(E=0.6, A={"d_env": 0.7, "d_task": 1.0, "d_traj": 0.5}, alpha={"d_env": 0.4, "d_task": 0.15, "d_traj": 0.25})
-NOISE = NoiseModel(seed_sd=0.17, seed_sd_spread=0.33, no_take_off=0.07, untrained_success=0.03)
 DESIGN = SweepDesign(DEFAULT_GRIDS, DEFAULT_CENTRE, seeds=4, episodes=118)
 
 
@@ -111,11 +111,11 @@ def test_kappa_intervals_narrow_with_quieter_runs() -> None:
     """Kappa at r = 1 of the three representative methods: quieter runs (no seed spread, more
     episodes) give narrower and more often bounded intervals than the default study's noise."""
     from axisrl.config import load_config
-    from axisrl.planner import STATED_NOISE, predict_kappa, stated_truth
+    from axisrl.planner import predict_kappa, stated_truth
 
     study = load_config(ROOT / "config" / "config.yaml", schema_path=ROOT / "config" / "schema.yaml")["study"]
     truth = stated_truth(SweepDesign(DEFAULT_GRIDS, DEFAULT_CENTRE, 4, 118))
-    noisy = predict_kappa(study, truth, STATED_NOISE, 118, n_sims=12, n_boot=60)
+    noisy = predict_kappa(study, truth, NOISE, 118, n_sims=12, n_boot=60)
     quiet = predict_kappa(study, truth, NoiseModel(), 4000, n_sims=12, n_boot=60)
     assert noisy["source"].to_list() == quiet["source"].to_list() == ["awm", "autoplay", "swirl"]
     assert (quiet["half_width"] < noisy["half_width"]).all()
