@@ -108,7 +108,7 @@ def test_a_heldout_pool_that_overlaps_training_is_refused():
 
     train = pl.DataFrame({"env_s1": ["a", "b"], "skin": ["x", "y"]})
     check_heldout_disjoint(train, pl.DataFrame({"tier": ["T2", "T1"], "env_s1": ["c", "a"], "skin": ["z", "x"]}))
-    with pytest.raises(ValueError, match="held-out T2 pool overlaps training: 1 shared env_s1 value"):
+    with pytest.raises(ValueError, match="held-out T2/V pool overlaps training: 1 shared env_s1 value"):
         check_heldout_disjoint(train, pl.DataFrame({"tier": ["T2"], "env_s1": ["b"], "skin": ["z"]}))
 
 

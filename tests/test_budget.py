@@ -21,7 +21,14 @@ POOL = {
     "contents_per_variant": 1,
     "reskins_per_world": 0,
     "tasks_per_env": 6,
-    "heldout": {"tasks_per_env": 3, "t0_envs": 2, "t1_envs": 2, "t2_worlds": 2, "t2_variants_per_world": 1},
+    "heldout": {
+        "tasks_per_env": 3,
+        "t0_envs": 2,
+        "t1_envs": 2,
+        "t2_worlds": 2,
+        "t2_variants_per_world": 1,
+        "validation_worlds": 0,
+    },
 }
 
 pytestmark = pytest.mark.usefixtures("one_thread")

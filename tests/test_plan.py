@@ -52,19 +52,20 @@ def test_axis_sweep_points_train_their_extra_seeds_in_a_second_job_and_share_the
     study = config["study"]
     _, rows, points, _ = jobs(config, schema)
     designs = plan_designs(study)
-    seeds = pl.DataFrame(rows).group_by("point_key").agg(pl.col("seed").sort())
+    extra = study["families"]["axis_sweeps"]["extra_seeds"]
+    seeds = pl.DataFrame(rows, infer_schema_length=None).group_by("point_key").agg(pl.col("seed").sort())
     for point_key, seed_list in seeds.iter_rows():
         on_sweep = "axis_sweeps" in designs[point_key].families
-        assert seed_list == study["seeds"] + (study["families"]["axis_sweeps"]["extra_seeds"] if on_sweep else [])
+        assert seed_list == study["seeds"] + (extra if on_sweep else [])
         assert points[point_key].seeds == tuple(study["seeds"])
         assert (f"{point_key}+1" in points) == on_sweep
         if on_sweep:
             second = points[f"{point_key}+1"]
-            assert second.seeds == (2, 3) and second.design == designs[point_key].design
+            assert second.seeds == tuple(extra) and second.design == designs[point_key].design
     study["families"]["axis_sweeps"]["extra_seeds"] = []
     _, fewer_rows, alone, _ = jobs(config, schema)
     assert alone.keys() == {k for k in points if "+" not in k}
-    assert len(fewer_rows) == len(rows) - 2 * (len(points) - len(alone))
+    assert len(fewer_rows) == len(rows) - len(extra) * (len(points) - len(alone))
     assert all(alone[k].train.key == points[k].train.key for k in alone)  # the first job is the same job
 
 

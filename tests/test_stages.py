@@ -129,3 +129,20 @@ def test_where_names_the_rule_and_the_function_behind_a_target(capsys):
     assert main(["where", "fig2"]) == 0
     assert "axisrl.report.figures:figure2(points=laws/points" in capsys.readouterr().out
     assert main(["where", "tabel8"]) == 2
+
+
+def test_the_all_pool_is_the_test_tiers_and_validation_success_is_its_own_column():
+    import polars as pl
+
+    from axisrl.stages.collect import success_by_tier
+
+    episodes = pl.DataFrame(
+        {
+            "run_key": ["r"] * 6,
+            "tier": ["T0", "T1", "T2", "T2", "V", "V"],
+            "success": [True, False, True, False, True, True],
+        }
+    )
+    row = success_by_tier(episodes).row(0, named=True)
+    assert (row["n_all"], row["p_all"]) == (4, 0.5)
+    assert (row["n_V"], row["p_V"]) == (2, 1.0)

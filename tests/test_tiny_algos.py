@@ -81,11 +81,12 @@ def test_chunk_shares_of_the_normaliser_sum_chunk_losses_to_the_batch_loss(mode)
     mask = torch.tensor([[1.0, 1.0, 0.0, 0.0], [1.0, 0.0, 0.0, 0.0], [1.0, 1.0, 1.0, 0.0]])
     for chunks in ([[0, 1, 2]], [[0], [1, 2]], [[0, 2], [1]], [[0], [1], [2]]):
         total = sum(
-            chunk_share(mode, mask, torch.tensor(rows)) * agg_loss(loss[rows], mask[rows], mode) for rows in chunks
+            chunk_share(mode, mask, mask[torch.tensor(rows)]) * agg_loss(loss[rows], mask[rows], mode)
+            for rows in chunks
         )
         close(total, agg_loss(loss, mask, mode))
     with pytest.raises(ValueError, match="loss_agg_mode"):
-        chunk_share("sum", mask, torch.tensor([0]))
+        chunk_share("sum", mask, mask[:1])
 
 
 def test_clipped_surrogate_uses_the_asymmetric_range():

@@ -27,7 +27,14 @@ POOL = {
     "contents_per_variant": 1,
     "reskins_per_world": 0,
     "tasks_per_env": 8,
-    "heldout": {"tasks_per_env": 2, "t0_envs": 1, "t1_envs": 1, "t2_worlds": 1, "t2_variants_per_world": 1},
+    "heldout": {
+        "tasks_per_env": 2,
+        "t0_envs": 1,
+        "t1_envs": 1,
+        "t2_worlds": 1,
+        "t2_variants_per_world": 1,
+        "validation_worlds": 0,
+    },
 }
 RESKINNED = {
     "n_worlds": 6,
@@ -35,7 +42,14 @@ RESKINNED = {
     "contents_per_variant": 2,
     "reskins_per_world": 1,
     "tasks_per_env": 8,
-    "heldout": {"tasks_per_env": 4, "t0_envs": 3, "t1_envs": 3, "t2_worlds": 3, "t2_variants_per_world": 2},
+    "heldout": {
+        "tasks_per_env": 4,
+        "t0_envs": 3,
+        "t1_envs": 3,
+        "t2_worlds": 3,
+        "t2_variants_per_world": 2,
+        "validation_worlds": 2,
+    },
 }
 
 

@@ -28,7 +28,14 @@ POOL = {
     "contents_per_variant": 1,
     "reskins_per_world": 0,
     "tasks_per_env": 6,
-    "heldout": {"tasks_per_env": 3, "t0_envs": 2, "t1_envs": 2, "t2_worlds": 2, "t2_variants_per_world": 1},
+    "heldout": {
+        "tasks_per_env": 3,
+        "t0_envs": 2,
+        "t1_envs": 2,
+        "t2_worlds": 2,
+        "t2_variants_per_world": 1,
+        "validation_worlds": 0,
+    },
 }
 QUICK = {"updates": 3, "visits_per_update": 4, "group_size": 4, "width": 16}
 RECORD_KEYS = {"task_id", "env_id", "tier", "success", "reward", "partial", "steps", "tool_calls", "errors"}

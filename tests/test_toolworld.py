@@ -25,7 +25,14 @@ SMALL = {
     "contents_per_variant": 2,
     "reskins_per_world": 1,
     "tasks_per_env": 8,
-    "heldout": {"tasks_per_env": 4, "t0_envs": 3, "t1_envs": 3, "t2_worlds": 3, "t2_variants_per_world": 2},
+    "heldout": {
+        "tasks_per_env": 4,
+        "t0_envs": 3,
+        "t1_envs": 3,
+        "t2_worlds": 3,
+        "t2_variants_per_world": 2,
+        "validation_worlds": 2,
+    },
 }
 ENV_COLUMNS = {
     "env_id",
@@ -133,6 +140,7 @@ def test_pool_rows_have_the_documented_columns_and_counts(cfg, pool):
         ("T0", held["t0_envs"]),
         ("T1", held["t1_envs"]),
         ("T2", held["t2_worlds"] * held["t2_variants_per_world"]),
+        ("V", held["validation_worlds"] * held["t2_variants_per_world"]),
     ]
     assert {t["split"] for t in pool.heldout_tasks} == {"heldout"} and {t["tier"] for t in pool.tasks} == {None}
     # a task's skill signature is finer than its bare skeleton
@@ -150,6 +158,23 @@ def test_heldout_t2_shares_no_signature_vocabulary_word_or_skin_with_training(po
     assert t2_words and not train_words & t2_words
     assert {word_pool(w) for w in train_words} == {"train"} and {word_pool(w) for w in t2_words} == {"heldout"}
     assert not {env["world_id"] for env in t2} & {env["world_id"] for env in pool.envs}
+
+
+def test_validation_worlds_are_unseen_by_training_and_t2_and_leave_the_test_tiers_as_they_were(cfg, pool, sigs):
+    """V is made like T2 from a seed range of its own: no signature, skin, training word or world
+    in common with training or T2; asking for it changes no training or test row."""
+    unseen = {tier: [env for env in pool.heldout_envs if env["tier"] == tier] for tier in ("T2", "V")}
+    assert unseen["V"]
+    for axis in ("sig_api", "sig_schema", "sig_sem", "skin"):
+        taken = {sigs[env["env_id"]][axis] for env in pool.envs + unseen["T2"]}
+        assert not [env for env in unseen["V"] if sigs[env["env_id"]][axis] in taken], axis
+    train_words = {word for env in pool.envs for word in env["vocabulary"]}
+    assert not train_words & {word for env in unseen["V"] for word in env["vocabulary"]}
+    worlds = {env["world_id"] for env in pool.envs + unseen["T2"]}
+    assert not worlds & {env["world_id"] for env in unseen["V"]}
+    without = tw.generate_pool({**cfg, "heldout": {**cfg["heldout"], "validation_worlds": 0}})
+    tested = [task for task in pool.heldout_tasks if task["tier"] != "V"]
+    assert (without.envs, without.tasks, without.heldout_tasks) == (pool.envs, pool.tasks, tested)
 
 
 def test_t0_is_seen_environment_new_content_and_t1_is_seen_world_unseen_variant(pool, sigs):

@@ -37,6 +37,7 @@ POOL_CONFIG = {
         "t1_envs": 2,
         "t2_worlds": 2,
         "t2_variants_per_world": 1,
+        "validation_worlds": 0,
     },
 }
 RECORD_KEYS = {"task_id", "env_id", "tier", "success", "reward", "partial", "steps", "tool_calls", "errors"}

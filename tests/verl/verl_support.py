@@ -58,7 +58,14 @@ POOL_CONFIG = {
     "contents_per_variant": 1,
     "reskins_per_world": 0,
     "tasks_per_env": 3,
-    "heldout": {"tasks_per_env": 2, "t0_envs": 1, "t1_envs": 1, "t2_worlds": 1, "t2_variants_per_world": 1},
+    "heldout": {
+        "tasks_per_env": 2,
+        "t0_envs": 1,
+        "t1_envs": 1,
+        "t2_worlds": 1,
+        "t2_variants_per_world": 1,
+        "validation_worlds": 0,
+    },
 }
 
 

@@ -326,13 +326,14 @@ def pool_stats(envs: pl.DataFrame, split: str, domain: str = "toolworld") -> dic
 
 
 def check_heldout_disjoint(train: pl.DataFrame, heldout: pl.DataFrame) -> None:
-    """The held-out T2 tier must share no environment identity or skin with training."""
-    t2 = heldout.filter(pl.col("tier") == "T2")
+    """The unseen-world tiers (T2 and the validation tier V) must share no environment identity or
+    skin with training."""
+    unseen = heldout.filter(pl.col("tier").is_in(["T2", "V"]))
     for column in ("env_s1", "skin"):
-        shared = set(t2[column]) & set(train[column])
+        shared = set(unseen[column]) & set(train[column])
         if shared:
             raise ValueError(
-                f"held-out T2 pool overlaps training: {len(shared)} shared {column} value(s), "
+                f"held-out T2/V pool overlaps training: {len(shared)} shared {column} value(s), "
                 f"e.g. {sorted(shared)[0]}; the held-out split would leak"
             )
 

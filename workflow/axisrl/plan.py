@@ -267,7 +267,7 @@ def check_designs(designs: Mapping[str, PlannedDesign], train: Mapping[str, Any]
 
 
 ALGO_ONLY = {
-    "grpo": ("norm_adv_by_std_in_grpo", "kl_coef", "loss_agg_mode"),
+    "grpo": ("norm_adv_by_std_in_grpo", "grpo_minibatches", "kl_coef", "loss_agg_mode"),
     "ppo": ("gamma", "lam", "ppo_epochs", "ppo_minibatches", "vf_coef", "ent_coef"),
 }
 """Train options that only one algorithm reads."""

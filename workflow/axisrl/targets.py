@@ -95,6 +95,16 @@ class Target(NamedTuple):
     computed_by: str = ""
     optional: tuple[str, ...] = ()
     needs_recipe: bool = False
+    families: tuple[str, ...] = ()
+    """The study families (or ``recipe``) whose runs the target reads, for ``report.reduced``'s labels."""
+
+
+def labelled(title: str, reduced: dict[str, str]) -> str:
+    """A table's title with the note of every reduced family it reads (``report.reduced``)."""
+    if not reduced:
+        return title
+    notes = "; ".join(f"{family}: {note}" for family, note in reduced.items())
+    return f"{title} [reduced at laptop scale: {notes}; config/studies/full.yaml runs it in full]"
 
 
 COPY = "axisrl.report.tables:copied"
@@ -124,11 +134,18 @@ TABLES: dict[str, Target] = {
         for name, title in LAW_TABLES.items()
     },
     **{
-        name: Target(title, {"frame": ("pricing", name)}, COPY, computed_by=COMPUTED_BY[name])
+        name: Target(title, {"frame": ("pricing", name)}, COPY, computed_by=COMPUTED_BY[name], families=("mixtures",))
         for name, title in PRICING_TABLES.items()
     },
     **{
-        name: Target(title, {"frame": ("recipe", name)}, COPY, computed_by=COMPUTED_BY[name], needs_recipe=True)
+        name: Target(
+            title,
+            {"frame": ("recipe", name)},
+            COPY,
+            computed_by=COMPUTED_BY[name],
+            needs_recipe=True,
+            families=("recipe",),
+        )
         for name, title in RECIPE_TABLES.items()
     },
     "power": Target(
@@ -144,6 +161,7 @@ TABLES: dict[str, Target] = {
         "axisrl.report.tables:table9",
         {"costs": "recipe.cost", "domain": "domain", "train": "train"},
         optional=("measured",),
+        families=("recipe",),
     ),
 }
 """Every table target (``results/tables/<name>.md`` and ``.csv``) by name; each has a rule of that name."""

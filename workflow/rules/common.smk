@@ -181,9 +181,11 @@ def target_inputs(target):
 
 
 def target_params(name, target):
-    """A table or figure job: no key of its own, its name and the config values it reads."""
+    """A table or figure job: no key of its own, its name, the config values it reads and the notes
+    of the reduced families it is drawn from."""
     options = {option: value_at(CONFIG, path) for option, path in target.options.items()}
-    return {"spec": None, "settings": {"name": name, "options": options}}
+    reduced = {item["family"]: item["note"] for item in CONFIG["report"]["reduced"] if item["family"] in target.families}
+    return {"spec": None, "settings": {"name": name, "options": options, "reduced": reduced}}
 
 
 def wanted(target):

@@ -27,15 +27,18 @@ def plan(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, str]
     log.info("plan: %d runs over %d grid points", frame.height, frame["point_key"].n_unique())
 
 
-TIERS = ("T0", "T1", "T2", "all")
+VALIDATION_TIER = "V"
+TIERS = ("T0", "T1", "T2", "all", VALIDATION_TIER)
 
 
 def success_by_tier(episodes: pl.DataFrame) -> pl.DataFrame:
-    """Pooled held-out success per run and tier with its binomial SE and the loss ``L = -ln p``.
+    """Pooled held-out success per run and tier with its binomial SE and the loss ``L = -ln p``;
+    "all" pools the test tiers T0-T2, never the validation tier V.
 
     ``p`` is clipped to [1/(2n), 1 - 1/(2n)] before the log, so a run with no success has a finite loss.
     """
-    tiers = pl.concat([episodes, episodes.with_columns(tier=pl.lit("all"))])
+    tested = episodes.filter(pl.col("tier") != VALIDATION_TIER)
+    tiers = pl.concat([episodes, tested.with_columns(tier=pl.lit("all"))])
     stats = tiers.group_by("run_key", "tier").agg(n=pl.len(), p=pl.col("success").cast(pl.Float64).mean())
     stats = stats.with_columns(
         se=(pl.col("p") * (1 - pl.col("p")) / pl.col("n")).sqrt(),
@@ -52,18 +55,20 @@ def collect(
     spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, str], outputs: Mapping[str, str]
 ) -> None:
     """One row per run (design, held-out success per tier, train success, compute, cost drivers,
-    status), and every held-out episode's success (the task-level bootstrap reads it)."""
+    status), and every test episode's success (the task-level bootstrap reads it; validation
+    episodes are in the runs' ``p_V`` only, so no law can read them)."""
     planned = read_artifact(inputs["plan"], "plan")
     trained = pl.concat([read_artifact(p, "train") for p in inputs["train_runs"]], how="diagonal_relaxed")
     episodes = pl.concat(
         [read_artifact(p, settings["episodes_stage"]) for p in inputs["episodes"]], how="diagonal_relaxed"
     )
-    steps = episodes.group_by("run_key").agg(steps_per_trajectory=pl.col("steps").mean())
+    tested = episodes.filter(pl.col("tier") != VALIDATION_TIER)
+    steps = tested.group_by("run_key").agg(steps_per_trajectory=pl.col("steps").mean())
     frame = (
         planned.join(trained.drop("seed"), on="run_key", how="left")
         .join(success_by_tier(episodes), on="run_key", how="left")
         .join(steps, on="run_key", how="left")
     )
     write_artifact(frame, outputs["runs"], spec)
-    write_artifact(episodes.select("run_key", "seed", "task_id", "tier", "success"), outputs["episodes"], spec)
+    write_artifact(tested.select("run_key", "seed", "task_id", "tier", "success"), outputs["episodes"], spec)
     log.info("collect: %d runs, %d failed", frame.height, int((frame["status"] != "ok").sum()))

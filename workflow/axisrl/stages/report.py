@@ -11,7 +11,7 @@ from axisrl.artifacts import catalog as list_artifacts
 from axisrl.artifacts import read_artifact, write_artifact
 from axisrl.config import StageSpec
 from axisrl.stages.registry import resolve
-from axisrl.targets import FIGURES, TABLES, Target
+from axisrl.targets import FIGURES, TABLES, Target, labelled
 
 log = logging.getLogger("axisrl")
 
@@ -37,7 +37,8 @@ def table(
 
     target = TABLES[settings["name"]]
     frame = resolve(target.make)(**_frames(target, inputs), **settings["options"])
-    write_table(frame, outputs["markdown"], outputs["csv"], target.title, settings["name"])
+    title = labelled(target.title, settings["reduced"])
+    write_table(frame, outputs["markdown"], outputs["csv"], title, settings["name"])
     log.info("%s: %d rows", settings["name"], frame.height)
 
 

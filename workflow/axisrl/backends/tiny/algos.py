@@ -65,16 +65,16 @@ def agg_loss(loss_mat: torch.Tensor, mask: torch.Tensor, loss_agg_mode: str) -> 
     raise ValueError(f"unknown loss_agg_mode {loss_agg_mode!r}; expected one of {LOSS_AGG_MODES}")
 
 
-def chunk_share(loss_agg_mode: str, mask: torch.Tensor, rows: torch.Tensor) -> float:
-    """The weight of ``agg_loss`` over the episodes ``rows`` of a batch (valid-step ``mask`` [B, H])
-    such that the weighted chunk losses of a partition of the batch sum to the batch's loss: the
-    chunk's share of the batch normaliser. ``token-mean``: its valid steps over the batch's;
-    ``seq-mean-*``: its episodes over the batch's; ``seq-mean-token-sum-norm``: 1 (the horizon,
-    the same constant for every chunk)."""
+def chunk_share(loss_agg_mode: str, batch_mask: torch.Tensor, chunk_mask: torch.Tensor) -> float:
+    """The weight of ``agg_loss`` over a chunk of a batch's episodes (valid-step masks [B, H] of the
+    batch and of the chunk) such that the weighted chunk losses of a partition of the batch sum to
+    the batch's loss: the chunk's share of the batch normaliser. ``token-mean``: its valid steps
+    over the batch's; ``seq-mean-*``: its episodes over the batch's; ``seq-mean-token-sum-norm``: 1
+    (the horizon, the same constant for every chunk)."""
     if loss_agg_mode == "token-mean":
-        return float(mask[rows].sum() / mask.sum())
+        return float(chunk_mask.sum() / batch_mask.sum())
     if loss_agg_mode in ("seq-mean-token-sum", "seq-mean-token-mean"):
-        return len(rows) / len(mask)
+        return len(chunk_mask) / len(batch_mask)
     if loss_agg_mode == "seq-mean-token-sum-norm":
         return 1.0
     raise ValueError(f"unknown loss_agg_mode {loss_agg_mode!r}; expected one of {LOSS_AGG_MODES}")

@@ -3,7 +3,7 @@
 One update visits ``visits_per_update`` tasks (walking a seeded shuffle of the training tasks,
 reshuffled each pass, so every task is visited equally often), rolls out ``group_size`` episodes
 of each (one episode seed, so one anonymisation, per group: the samples of one prompt), then takes
-one optimiser step (GRPO) or ``ppo_epochs`` x ``ppo_minibatches`` steps (PPO): the update rule
+``grpo_minibatches`` optimiser steps (GRPO) or ``ppo_epochs`` x ``ppo_minibatches`` steps (PPO): the update rule
 ``UPDATES`` holds under ``algo``. A non-finite score, loss, gradient or parameter ends the run
 with status ``"failed"`` and the metrics so far.
 
@@ -80,8 +80,10 @@ class TrainSettings:
     """Tasks visited per update (GRPO groups), each by ``group_size`` rollouts."""
     group_size: int = 8
     """Real rollouts per visited task: the samples of one prompt."""
-    lr: float = 3e-3
+    lr: float = 1e-3
     """Adam's learning rate."""
+    lr_warmup_steps_ratio: float = 0.0
+    """The learning rate rises linearly over this share of ``updates`` (verl's name), then holds."""
     clip_ratio_low: float = 0.2
     """The surrogate's ratio is clipped below at ``1 - clip_ratio_low``."""
     clip_ratio_high: float | None = None
@@ -90,6 +92,8 @@ class TrainSettings:
     """GRPO's aggregation of step losses, one of ``LOSS_AGG_MODES`` (PPO's minibatches take the token mean)."""
     norm_adv_by_std_in_grpo: bool = False
     """Divide GRPO's advantages by the group's std (original GRPO); False is Dr. GRPO."""
+    grpo_minibatches: int = 1
+    """GRPO's optimiser steps per update, each on a disjoint share of its groups (verl's ``ppo_mini_batch_size``)."""
     kl_coef: float = 0.0
     """GRPO's weight of the k3 KL to the initial policy (0: no reference model)."""
     reward_density: str = "sparse"
@@ -120,8 +124,15 @@ class TrainSettings:
             f"algo must be one of {sorted(UPDATES)}": self.algo in UPDATES,
             f"loss_agg_mode must be one of {LOSS_AGG_MODES}": self.loss_agg_mode in LOSS_AGG_MODES,
             "reward_density must be 'sparse' or 'dense'": self.reward_density in ("sparse", "dense"),
-            "width, updates, visits_per_update, group_size, ppo_epochs and ppo_minibatches must be >= 1": min(
-                self.width, self.updates, self.visits_per_update, self.group_size, self.ppo_epochs, self.ppo_minibatches
+            "width, updates, visits_per_update, group_size, grpo_minibatches, ppo_epochs and ppo_minibatches "
+            "must be >= 1": min(
+                self.width,
+                self.updates,
+                self.visits_per_update,
+                self.group_size,
+                self.grpo_minibatches,
+                self.ppo_epochs,
+                self.ppo_minibatches,
             )
             >= 1,
             "max_rollout_steps and max_flops must be positive": all(
@@ -417,6 +428,7 @@ def _train(
     policy = make_policy(s)
     reference = copy.deepcopy(policy).requires_grad_(False) if s.algo == "grpo" and s.kl_coef > 0 else None
     optimizer = Adam(policy.parameters(), lr=s.lr)
+    warmup = math.ceil(s.lr_warmup_steps_ratio * s.updates)
     optimizer.zero_grad()
     sampler = TaskSampler(len(tasks), task_rng)
     horizon = max(spec["max_steps"] for spec in specs.by_id.values())
@@ -439,6 +451,7 @@ def _train(
             played = _play(policy, visit, action_rng, steps_left, synthesizer)
             rolled = time.process_time()
             # UPDATE: the algorithm's rule trains on the real and synthetic episodes of the visit
+            optimizer.lr = s.lr * min(1.0, (update + 1) / warmup) if warmup else s.lr
             context = UpdateContext(
                 policy,
                 reference,

@@ -187,22 +187,53 @@ def _chunks(episodes: Sequence[Episode], indices: Sequence[int], candidates: int
 
 @register_update("grpo")
 def grpo_update(u: UpdateContext) -> UpdateStats:
-    """One GRPO step. Every aggregation is a sum over episodes with batch-wide normalisers, so the
-    loss is computed chunk by chunk, each weighted by its share of the normaliser (``chunk_share``).
-    Without a KL term an episode whose advantage is zero contributes nothing and is not recomputed
-    at all; the normalisers still count its steps."""
-    s, policy, episodes, horizon = u.settings, u.policy, u.episodes, u.horizon
-    mask, old, _ = _padded(episodes, horizon)
+    """GRPO: advantages over each whole group, then ``grpo_minibatches`` optimiser steps, each on a
+    disjoint share of the update's groups (shuffled with the rule's generator when more than one),
+    as verl's ``ppo_mini_batch_size`` cuts a batch: the rollouts are paid once and the policy
+    takes several steps on them, the later ones off-policy and held by the clip. Every aggregation
+    is a sum over episodes with minibatch-wide normalisers, so a minibatch's loss is computed chunk
+    by chunk, each weighted by its share of the normaliser (``chunk_share``). Without a KL term an
+    episode whose advantage is zero contributes nothing and is not recomputed at all; the
+    normalisers still count its steps. ``loss`` and ``kl`` are summed over a step's chunks and
+    averaged over the steps; ``grad_norm`` is the steps' mean."""
+    s, episodes = u.settings, u.episodes
+    mask, old, _ = _padded(episodes, u.horizon)
     advantages = compute_grpo_outcome_advantage(
         trained_scores(episodes, s.reward_density), u.groups, mask, s.norm_adv_by_std_in_grpo
     )
-    needed = [b for b in range(len(episodes)) if s.kl_coef > 0 or bool(advantages[b].any())]
+    groups = u.groups.unique().numpy()
+    if s.grpo_minibatches > 1:
+        groups = u.rng.permutation(groups)
+    steps = []
+    for share in np.array_split(groups, min(s.grpo_minibatches, len(groups))):
+        members = np.flatnonzero(np.isin(u.groups.numpy(), share))
+        steps.append(_grpo_step(u, members, mask, old, advantages))
+    taken = [step for step in steps if step.gradient_steps]
+    if not taken:
+        return UpdateStats()
+    return UpdateStats(
+        sum(step.loss for step in taken) / len(taken),
+        sum(step.grad_norm for step in taken) / len(taken),
+        sum(step.kl for step in taken) / len(taken),
+        sum(step.train_flops for step in taken),
+        sum(step.gradient_steps for step in taken),
+    )
+
+
+def _grpo_step(
+    u: UpdateContext, members: np.ndarray, mask: torch.Tensor, old: torch.Tensor, advantages: torch.Tensor
+) -> UpdateStats:
+    """One optimiser step on the episodes ``members`` (whole groups) of the update; no step when
+    none of them has a learning signal."""
+    s, policy, episodes, horizon = u.settings, u.policy, u.episodes, u.horizon
+    needed = [int(b) for b in members if s.kl_coef > 0 or bool(advantages[b].any())]
     if not needed:
         return UpdateStats()
+    batch_mask = mask[torch.from_numpy(members)]
     loss_sum, kl_sum, train_flops = 0.0, 0.0, 0
     for chunk in _chunks(episodes, needed, GRPO_CHUNK_ACTIVATIONS // policy.width):
         rows = torch.tensor(chunk)
-        share = chunk_share(s.loss_agg_mode, mask, rows)
+        share = chunk_share(s.loss_agg_mode, batch_mask, mask[rows])
         steps = [(b, t) for b in chunk for t in range(len(episodes[b].actions))]
         at = torch.tensor([r * horizon + t for r, b in enumerate(chunk) for t in range(len(episodes[b].actions))])
         policy.flops = 0

@@ -13,6 +13,7 @@ visits_per_update             ``data.train_batch_size`` prompts (task visits per
 updates                       ``trainer.total_training_steps`` (``total_epochs`` = updates, so
                               the step count binds however few tasks there are)
 lr                            ``actor_rollout_ref.actor.optim.lr``
+lr_warmup_steps_ratio         ``actor_rollout_ref.actor.optim.lr_warmup_steps_ratio``
 clip_ratio_low / _high        ``actor.clip_ratio_low`` / ``clip_ratio_high`` (None: 0.28 for GRPO,
                               the low ratio for PPO, as the tiny backend)
 loss_agg_mode (GRPO)          ``actor.loss_agg_mode`` (same names; PPO keeps verl's token-mean)
@@ -20,7 +21,7 @@ norm_adv_by_std_in_grpo       ``algorithm.norm_adv_by_std_in_grpo``
 kl_coef (GRPO)                ``actor.use_kl_loss`` (kl_coef > 0), ``kl_loss_coef``, ``kl_loss_type``
                               low_var_kl (k3, as the tiny backend); never a KL penalty in the reward
 max_grad_norm                 ``actor.grad_clip`` (and ``critic.grad_clip``)
-GRPO's one step per update    ``actor.ppo_mini_batch_size`` = train_batch_size, ``ppo_epochs`` 1
+grpo_minibatches              ``actor.ppo_mini_batch_size`` = prompts // minibatches, ``ppo_epochs`` 1
 ppo_epochs, ppo_minibatches   ``actor/critic.ppo_epochs``, ``ppo_mini_batch_size`` = prompts // minibatches
 gamma, lam                    ``algorithm.gamma``, ``algorithm.lam``
 ent_coef (PPO)                ``actor.entropy_coeff``
@@ -56,10 +57,12 @@ MAPPED = {
     "visits_per_update",
     "updates",
     "lr",
+    "lr_warmup_steps_ratio",
     "clip_ratio_low",
     "clip_ratio_high",
     "loss_agg_mode",
     "norm_adv_by_std_in_grpo",
+    "grpo_minibatches",
     "kl_coef",
     "max_grad_norm",
     "ppo_epochs",
@@ -196,7 +199,7 @@ def overrides(settings: Mapping[str, Any], job: VerlJob) -> list[str]:
     grpo = s["algo"] == "grpo"
     layout = job.layout
     prompts = prompts_per_step(s)
-    mini_batch = prompts if grpo else max(1, prompts // s["ppo_minibatches"])
+    mini_batch = max(1, prompts // s["grpo_minibatches" if grpo else "ppo_minibatches"])
     epochs = 1 if grpo else s["ppo_epochs"]
     clip_high = s["clip_ratio_high"] if s["clip_ratio_high"] is not None else 0.28 if grpo else s["clip_ratio_low"]
     kl_coef = s["kl_coef"] if grpo else 0.0
@@ -214,6 +217,7 @@ def overrides(settings: Mapping[str, Any], job: VerlJob) -> list[str]:
         **{f"+data.apply_chat_template_kwargs.{key}": value for key, value in job.chat_template_kwargs.items()},
         "actor_rollout_ref.model.path": job.model_path,
         f"{actor}.optim.lr": s["lr"],
+        f"{actor}.optim.lr_warmup_steps_ratio": s["lr_warmup_steps_ratio"],
         f"{actor}.ppo_mini_batch_size": mini_batch,
         f"{actor}.ppo_micro_batch_size_per_gpu": job.micro_batch_size_per_gpu,
         f"{actor}.ppo_epochs": epochs,

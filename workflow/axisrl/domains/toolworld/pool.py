@@ -13,6 +13,10 @@ content; T1 = a training world with a new variant whose (sig_api, sig_schema, si
 training env has (a verifier-only change does not count as unseen);
 T2 = new worlds named from the held-out lexicon pool, rejection-sampled until none of their
 sig_api, sig_schema or sig_sem occurs in training.
+
+Validation (tier V, ``heldout.validation_worlds``): worlds made like T2's from a seed range of their
+own, none of whose signatures occurs in training or in T2. They are what a learner's settings are
+chosen on, so that T2 stays the test set; no law and no "all" pool reads them.
 """
 
 from __future__ import annotations
@@ -224,41 +228,48 @@ def _heldout(
 
     taken = {axis: {s[axis] for s in train_sigs} for axis in (*SIGNATURE_AXES, "skin")}
     train_words = {word for env in pool.envs for word in env["vocabulary"]}
-    for i in range(held["t2_worlds"]):
-        accepted = _t2_world(cfg, synth, i, taken)
-        if accepted is None:
-            raise ValueError(
-                f"T2: no held-out world {i} whose variants avoid every training sig_api, sig_schema and sig_sem "
-                f"in {T2_WORLD_ATTEMPTS} attempts; the training pool may cover this config's structure space "
-                "(raise tables.max or lower n_worlds / variants_per_world)"
-            )
-        for spec, origin, edits in accepted:
-            synth.emit(spec, origin, edits, n_tasks, _task_seed(hs, origin), out_envs, out_tasks)
-            shared = train_words.intersection(out_envs[-1]["vocabulary"])
-            if shared:
-                raise ValueError(f"T2 world {i} shares vocabulary with training: {sorted(shared)[:5]}")
+    for tier, n_unseen in (("T2", held["t2_worlds"]), ("V", held["validation_worlds"])):
+        emitted: list[dict[str, str]] = []
+        for i in range(n_unseen):
+            accepted = _unseen_world(cfg, synth, i, taken, tier)
+            if accepted is None:
+                raise ValueError(
+                    f"{tier}: no unseen world {i} whose variants avoid every sig_api, sig_schema and sig_sem of "
+                    f"training{' and T2' if tier == 'V' else ''} in {T2_WORLD_ATTEMPTS} attempts; the pools may "
+                    "cover this config's structure space (raise tables.max or lower n_worlds / variants_per_world)"
+                )
+            for spec, origin, edits in accepted:
+                emitted.append(signatures(spec))
+                synth.emit(spec, origin, edits, n_tasks, _task_seed(hs, origin), out_envs, out_tasks)
+                shared = train_words.intersection(out_envs[-1]["vocabulary"])
+                if shared:
+                    raise ValueError(f"{tier} world {i} shares vocabulary with training: {sorted(shared)[:5]}")
+        for axis, values in taken.items():
+            values.update(sig[axis] for sig in emitted)
 
 
-def _t2_world(
-    cfg: Mapping[str, Any], synth: _Synthesizer, i: int, taken: dict[str, set[str]]
+def _unseen_world(
+    cfg: Mapping[str, Any], synth: _Synthesizer, i: int, taken: dict[str, set[str]], tier: str
 ) -> list[tuple[Spec, _Origin, list[str]]] | None:
-    """One held-out world's environments, or None if every attempt collides with training."""
+    """World ``i`` of tier T2 (or of V, from its own seed range): its environments, or None if every
+    attempt collides with a signature in ``taken``."""
     hs = cfg["heldout"]["seed"]
+    stream = "t2" if tier == "T2" else "validation"
 
     def fresh(spec: Spec) -> bool:
         sig = signatures(spec)
         return all(sig[axis] not in taken[axis] for axis in (*SIGNATURE_AXES, "skin"))
 
     for attempt in range(T2_WORLD_ATTEMPTS):
-        world_seed = derive_seed(hs, "t2-world", i, attempt)
+        world_seed = derive_seed(hs, f"{stream}-world", i, attempt)
         base = synth.world(world_seed)
         accepted = []
         for v in range(cfg["heldout"]["t2_variants_per_world"]):
             for variant_attempt in range(T2_VARIANT_ATTEMPTS if v else 1):
-                variant_seed = None if v == 0 else derive_seed(hs, "t2-variant", i, attempt, v, variant_attempt)
+                variant_seed = None if v == 0 else derive_seed(hs, f"{stream}-variant", i, attempt, v, variant_attempt)
                 structure, edits = sample_variant(base, variant_seed)
                 origin = _Origin(
-                    world_seed, v, variant_seed, derive_seed(hs, "t2-content", i, v), split="heldout", tier="T2"
+                    world_seed, v, variant_seed, derive_seed(hs, f"{stream}-content", i, v), split="heldout", tier=tier
                 )
                 spec = synth.spec(structure, origin, "heldout")
                 if fresh(spec):
