@@ -70,6 +70,10 @@ from conftest import DEFAULT_CONFIG, SCHEMA_PATH
 
 pytestmark = pytest.mark.slow
 
+SCIENCE_LR = 0.003
+"""The learning rate these claims were measured at (the default before issue 27 lowered it to 0.001
+for take-off on the validation tier); at 0.001 the d_env comparison here was not confirmed."""
+
 D_ENVS = (1, 4, 32)
 SEEDS = tuple(range(12))
 """Seeds of the d_env sweep."""
@@ -130,7 +134,7 @@ def study(config, one_thread) -> pl.DataFrame:
         ).as_dict()
         run_envs, run_tasks = (frame.to_dicts() for frame in select_training_data(envs, tasks, design))
         settings = tiny.TrainSettings.from_dict(
-            {**backend_settings(config["train"], design), "leak_primitive_role": leak}
+            {**backend_settings(config["train"], design), "lr": SCIENCE_LR, "leak_primitive_role": leak}
         )
         for seed in seeds:
             if (d_env, leak) == (1, False):
