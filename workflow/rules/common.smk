@@ -184,7 +184,9 @@ def target_params(name, target):
     """A table or figure job: no key of its own, its name, the config values it reads and the notes
     of the reduced families it is drawn from."""
     options = {option: value_at(CONFIG, path) for option, path in target.options.items()}
-    reduced = {item["family"]: item["note"] for item in CONFIG["report"]["reduced"] if item["family"] in target.families}
+    reduced = {
+        item["family"]: item["note"] for item in CONFIG["report"]["reduced"] if item["family"] in target.families
+    }
     return {"spec": None, "settings": {"name": name, "options": options, "reduced": reduced}}
 
 
