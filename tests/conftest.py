@@ -1,7 +1,9 @@
-"""Shared fixtures: the repository's config and schema, and a copy of the workflow in a temp dir."""
+"""Shared fixtures: the repository's config and schema, and a copy of the workflow in a temp dir; and whether
+this interpreter collects tests/verl (only where verl is installed)."""
 
 from __future__ import annotations
 
+import importlib.metadata
 import os
 import shutil
 import subprocess
@@ -16,6 +18,19 @@ ROOT = Path(__file__).resolve().parents[1]
 SCHEMA_PATH = ROOT / "config" / "schema.yaml"
 DEFAULT_CONFIG = ROOT / "config" / "config.yaml"
 SMOKE_CONFIG = ROOT / "config" / "studies" / "smoke.yaml"
+
+
+def verl_installed() -> bool:
+    """Whether verl is installed in this interpreter (as in the verl venv). Only there is tests/verl collected
+    directly; elsewhere tests/test_verl_venv.py runs it in the verl venv, so each test runs once either way."""
+    try:
+        importlib.metadata.version("verl")
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    return True
+
+
+collect_ignore = [] if verl_installed() else ["verl"]
 
 
 @pytest.fixture(scope="session")

@@ -8,6 +8,7 @@ import polars as pl
 import pytest
 
 from axisrl.backends import tiny
+from axisrl.backends.tiny.train import dearest_visit_flops
 from axisrl.budget import CONVENTIONS, PLANNED_CONVENTIONS, TRAIN_KEYS, budget_problems, training_budget, visits_per_run
 from axisrl.config import validate_config
 from axisrl.domains import toolworld as tw
@@ -62,6 +63,7 @@ def _train(pool: tw.Pool, design: Design, train: dict) -> dict:
         **result.compute,
         "executed": result.compute["rollout_flops"] + result.compute["train_flops"],
         "timings": result.timings,
+        "metrics": result.metrics,
         "horizon": 10.0,
     }  # the pool's step limit (Table 18 only reports it)
 
@@ -117,7 +119,10 @@ def test_every_convention_executes_the_budget_it_is_charged(pool, config):
     strategy = charged_design(fixed, cost, level, "a test strategy")
     assert strategy.budget == "charged_flops" and strategy.d_traj > fixed.d_traj  # the extra budget buys rollouts
     spent = _train(pool, strategy, train)
-    assert spent["executed"] == pytest.approx(strategy.flop_budget, rel=0.02)
+    # met to the nearest visit: within half of the dearest a visit can cost (a trained group costs
+    # several times an untrained one), and that is a few per cent of the budget at most here
+    miss = abs(spent["executed"] - strategy.flop_budget)
+    assert miss <= 0.5 * dearest_visit_flops(spent["metrics"]) and miss <= 0.04 * strategy.flop_budget
     assert training_budget(strategy.as_dict(), train).max_flops == strategy.flop_budget
 
 

@@ -10,7 +10,7 @@ from collections import Counter
 import pytest
 import reasoning_gym
 
-from axisrl.backends.vllm_eval import evaluate
+from axisrl.backends.llm_eval import evaluate
 from axisrl.domains import mathcode as mc
 from axisrl.domains.mathcode import sandbox, verifier
 from axisrl.domains.mathcode.verifier import SCORER

@@ -29,7 +29,7 @@ def _study(seed: int, seeds: int = 4) -> pl.DataFrame:
 def test_the_noise_model_read_from_a_noise_frame_is_the_simulated_one() -> None:
     runs = pl.concat([_study(seed, seeds=12).with_columns(pl.col("seed") + 100 * seed) for seed in range(3)])
     # a threshold between stuck runs (0.03) and trained ones (0.12 and up): the share below it is theirs
-    truth, model, episodes = from_noise_frame(noise_frame(runs, ["T2"], take_off=0.06), DEFAULT_CENTRE, 0.06)
+    truth, model, episodes = from_noise_frame(noise_frame(runs, ["T2"], take_off=0.06), DEFAULT_CENTRE, 0.06, tier="T2")
     assert episodes == 118
     assert model.seed_sd == pytest.approx(NOISE.seed_sd, rel=0.35)
     # trained runs that happen to fall under the threshold count too: at least the stuck share, not much more
@@ -42,7 +42,7 @@ def test_predicted_trend_half_widths_match_fresh_studies() -> None:
     independent 4-seed studies then report, within 25 %. The pilot has 12 seeds: a 4-seed pilot's
     own noise estimate is off by 10-25 % by chance."""
     pilot = noise_frame(_study(0, seeds=12), ["T2"], take_off=0.1)
-    truth, model, episodes = from_noise_frame(pilot, DEFAULT_CENTRE, 0.1)
+    truth, model, episodes = from_noise_frame(pilot, DEFAULT_CENTRE, 0.1, tier="T2")
     predicted = predict(SweepDesign(DEFAULT_GRIDS, DEFAULT_CENTRE, 4, episodes), truth, model, n_sims=60)
     measured = (
         pl.concat([success_trends(_study(seed), tier="T2") for seed in range(1, 41)])
@@ -55,7 +55,7 @@ def test_predicted_trend_half_widths_match_fresh_studies() -> None:
 
 
 def test_more_seeds_buy_narrower_intervals() -> None:
-    truth, model, _ = from_noise_frame(noise_frame(_study(0), ["T2"], take_off=0.1), DEFAULT_CENTRE, 0.1)
+    truth, model, _ = from_noise_frame(noise_frame(_study(0), ["T2"], take_off=0.1), DEFAULT_CENTRE, 0.1, tier="T2")
     few = predict(SweepDesign(DEFAULT_GRIDS, DEFAULT_CENTRE, 2, 118), truth, model, n_sims=30)
     many = predict(SweepDesign(DEFAULT_GRIDS, DEFAULT_CENTRE, 8, 118), truth, model, n_sims=30)
     assert (many["half_width"] < few["half_width"]).all()
@@ -129,8 +129,11 @@ def test_the_power_table_of_a_study_with_mixtures() -> None:
     from axisrl.planner import POWER_SCHEMA, power_table
 
     study = load_config(ROOT / "config" / "config.yaml", schema_path=ROOT / "config" / "schema.yaml")["study"]
-    frame = power_table(noise_frame(_study(0), ["T2"], take_off=0.1), study, 0.1, n_sims=8, kappa_sims=4)
+    t2 = noise_frame(_study(0), ["T2"], take_off=0.1)
+    frame = power_table(pl.concat([t2, t2.with_columns(tier=pl.lit("V"))]), study, 0.1, n_sims=8, kappa_sims=4)
     assert frame.schema == pl.Schema(POWER_SCHEMA)
     assert frame["quantity"].to_list() == ["alpha"] * 3 + ["trend"] * 3 + ["alpha_diff"] * 3 + ["kappa_r1"] * 3
     assert (frame["status"] == "ok").all() and frame["half_width"].head(9).is_not_null().all()
     assert frame.filter(pl.col("quantity") == "kappa_r1")["p_bounded"].is_not_null().all()
+    # the noise is read off the validation tier, never off T2 (the test set) alone
+    assert power_table(t2, study, 0.1, n_sims=8, kappa_sims=4)["status"].to_list() == ["not_run"]

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from axisrl.config import hashed_part, load_yaml, validate_config
+from axisrl.config import hashed_part, load_config, load_yaml, validate_config
 from axisrl.stages import STAGES, job_function, key_table, study
 from axisrl.stages.registry import project, resolve
 from axisrl.targets import FIGURES, TABLES
@@ -53,6 +53,22 @@ def test_a_speed_only_option_reaches_the_job_but_not_the_key(config, schema):
     faster["dedup"]["block_size"] = 17
     assert STAGES["dedup"].settings(faster)["dedup"]["block_size"] == 17
     assert study(faster, schema).specs["dedup"].key == study(config, schema).specs["dedup"].key
+
+
+def test_an_experiment_logger_reaches_the_verl_job_but_no_key(schema):
+    cluster = load_config(
+        DEFAULT_CONFIG, REPO / "config" / "studies" / "qwen3-8b.yaml", schema_path=REPO / "config" / "schema.yaml"
+    )
+    logged = copy.deepcopy(cluster)
+    logged["train"]["llm"]["loggers"] = ["wandb", "tensorboard"]
+    base, moved = study(cluster, schema), study(logged, schema)
+    assert {n: s.key for n, s in base.specs.items()} == {n: s.key for n, s in moved.specs.items()}
+    assert [(p.train.key, p.evaluate.key) for p in base.points.values()] == [
+        (p.train.key, p.evaluate.key) for p in moved.points.values()
+    ]
+    point = next(iter(moved.points.values()))
+    handed = STAGES["train"].settings(logged, design=point.design, seeds=point.seeds)
+    assert handed["llm"]["loggers"] == ["wandb", "tensorboard"]
 
 
 def test_a_stage_key_moves_with_what_it_reads_and_nothing_else(config, schema):

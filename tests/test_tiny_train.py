@@ -20,6 +20,7 @@ from axisrl.backends.tiny.synthetic import TaskSampler
 from axisrl.backends.tiny.view import CompactEpisode
 from axisrl.backends.tiny.vocab import PRIMITIVES
 from axisrl.config import validate_config
+from axisrl.diagnostics import STEP_COLUMNS, EpisodeCounts, step_diagnostics
 from axisrl.domains import toolworld as tw
 
 POOL = {
@@ -119,6 +120,47 @@ def test_metrics_and_compute_totals_agree(pool):
     assert result.compute["distinct_tasks_seen"] == QUICK["updates"] * QUICK["visits_per_update"]
     assert all(row["rollout_flops"] > 0 and row["train_flops"] > 0 for row in result.metrics)
     assert all(row["kl"] >= 0 for row in result.metrics)
+
+
+def test_metrics_rows_carry_the_collapse_diagnostics_of_their_rollouts(pool, monkeypatch):
+    """Every decision is a turn and an env step, and an episode calls ``finish`` at most once and
+    only if it was not truncated, so turns - tool calls = the share that finished; the columns are
+    read off the rollouts and change nothing else (the same parameters and other metrics)."""
+    result = tiny.train(pool.envs, pool.tasks, quick(updates=4), seed=0)
+    for row in result.metrics:
+        assert set(STEP_COLUMNS) <= set(row) and row["parse_failures"] == 0
+        assert row["turns_mean"] * row["episodes"] == pytest.approx(row["env_steps"])
+        assert row["turns_mean"] - row["tool_calls_mean"] == pytest.approx(1 - row["truncated_share"])
+        assert 0 <= row["no_tool_call_share"] <= 1 and row["tool_calls_mean"] > 0
+    truncated = sum(row["truncated_share"] * row["episodes"] for row in result.metrics)
+    assert truncated == pytest.approx(result.compute["truncated_episodes"])
+    monkeypatch.setattr(train_module, "step_diagnostics", lambda episodes: {})
+    plain = tiny.train(pool.envs, pool.tasks, quick(updates=4), seed=0)
+    assert plain.param_hash == result.param_hash
+    assert plain.metrics == [{k: v for k, v in row.items() if k not in STEP_COLUMNS} for row in result.metrics]
+
+
+def test_a_rollout_is_counted_as_the_diagnostics_define(pool):
+    """Finishing at once: one turn, no tool call; calling tools until ``max_steps``: every turn a
+    call, truncated."""
+    task = pool.tasks[0]
+    spec = Specs(pool.envs)[task["env_id"]]
+    finisher, caller = (Episode.start(spec, task, 0, False) for _ in range(2))
+    names = [finisher.compact.call(k)["name"] for k in range(len(finisher.compact.candidates()))]
+    finisher.act(names.index("finish"))
+    while not caller.done:
+        caller.act(
+            next(k for k in range(len(caller.compact.candidates())) if caller.compact.call(k)["name"] != "finish")
+        )
+    counts = [train_module._episode_counts(e) for e in (finisher, caller)]
+    assert counts == [EpisodeCounts(0, 1, 0, False), EpisodeCounts(spec["max_steps"], spec["max_steps"], 0, True)]
+    assert step_diagnostics(counts) == {
+        "tool_calls_mean": spec["max_steps"] / 2,
+        "no_tool_call_share": 0.5,
+        "turns_mean": (1 + spec["max_steps"]) / 2,
+        "parse_failures": 0,
+        "truncated_share": 0.5,
+    }
 
 
 def test_tasks_are_visited_evenly(pool):

@@ -1,4 +1,4 @@
-"""vLLM evaluation loop: hermes-style parsing, multi-turn bookkeeping and scoring, with a scripted
+"""The LLM evaluation loop: hermes-style parsing, multi-turn bookkeeping and scoring, with a scripted
 engine in place of vLLM (the real engine is exercised only where vllm is importable)."""
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from axisrl.backends.vllm_eval import VllmEngine, evaluate, parse_tool_calls
+from axisrl.backends.llm_eval import evaluate, parse_tool_calls
+from axisrl.backends.vllm_eval import VllmEngine
 from axisrl.domains import toolworld as tw
 from axisrl.domains.toolworld.render import observation_json
 

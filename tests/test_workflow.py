@@ -16,6 +16,7 @@ import yaml
 
 from axisrl.artifacts import read_meta
 from axisrl.config import StageSpec
+from axisrl.diagnostics import STEP_COLUMNS
 from conftest import copy_workflow, snakemake
 
 SMOKE = ("--configfile", "config/studies/smoke.yaml")
@@ -55,6 +56,7 @@ def test_dry_run_of_the_cluster_study_lists_gpu_train_and_evaluate_jobs(workflow
     assert count["train"] == 3 * count["evaluate"] > 150  # three seeds
     assert all("gpu=8" in r for r in gpus["train"]) and all("gpu=1" in r for r in gpus["evaluate"])
     assert "rule synthesize:" in done.stdout and "rule sources:" not in done.stdout  # no mixtures on the cluster
+    assert "training runs cannot finish within one allocation" in done.stdout + done.stderr  # d_traj 64 > 4 days
     assert not (workflow_copy / "results").exists()
 
 
@@ -62,6 +64,7 @@ def test_dry_run_of_the_default_config(workflow_copy):
     done = snakemake(workflow_copy, "-n", "--cores", "2")
     for rule in ("synthesize", "embed", "dedup", "plan", "train", "collect", "catalog"):
         assert f"rule {rule}:" in done.stdout
+    assert "allocation" not in done.stdout + done.stderr  # the tiny backend has no time limit to warn of
     assert not (workflow_copy / "results").exists()
 
 
@@ -213,6 +216,8 @@ def test_smoke_study_collects_one_row_per_planned_run(smoke_run):
     )
     assert runs.select(drivers).null_count().sum_horizontal().item() == 0
     assert runs["utilization"].is_between(0, 1).all() and runs["failed_rollout_fraction"].is_between(0, 1).all()
+    assert runs.select(STEP_COLUMNS).null_count().sum_horizontal().item() == 0  # the collapse diagnostics
+    assert runs["tool_use_collapsed"].is_null().all()  # 4 updates: too few for tenths
     placebo = runs.filter(pl.col("env_level") == "placebo")
     assert placebo.height > 0 and (placebo["distinct_envs_seen"] <= placebo["d_env"]).all()
 
@@ -277,8 +282,8 @@ def test_laws_tables_and_figures_of_the_smoke_study(smoke_run):
         assert (smoke_run / "results" / "tables" / f"{name}.md").read_text().startswith("# Table")
     power = pl.read_csv(smoke_run / "results" / "tables" / "power.csv")  # 2-point sweeps: the planner says why not
     assert power["status"].to_list() == ["not_run"] and "a sweep's line needs 3" in power["reason"][0]
-    noise = pl.read_parquet(laws_dir / "noise.parquet")  # two points per axis, four tiers
-    assert noise.height == 24 and set(noise["tier"]) == {"T0", "T1", "T2", "all"}
+    noise = pl.read_parquet(laws_dir / "noise.parquet")  # two points per axis, four tiers and V
+    assert noise.height == 30 and set(noise["tier"]) == {"T0", "T1", "T2", "all", "V"}
     for name in ("fig2", "fig3", "fig_noise"):
         png = smoke_run / "results" / "figures" / f"{name}.png"
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and (png.with_suffix(".pdf")).stat().st_size > 0
@@ -338,6 +343,17 @@ def test_editing_a_script_shim_does_not_rerun_the_study(smoke_run):
         assert "rule train:" in snakemake(smoke_run, "-n", "--rerun-triggers", "code", *SMOKE).stdout
     finally:
         script.write_text(original)
+
+
+def test_a_setting_that_never_changes_results_reruns_nothing(smoke_run):
+    """An unhashed setting (here the embedding batch size) is handed to its job but moves no key,
+    and Snakemake's params trigger does not see it: nothing reruns. A hashed one still reruns."""
+    unhashed = smoke_run / "unhashed.yaml"
+    unhashed.write_text("dedup: {embedding: {batch_size: 7}}\n")
+    assert "Nothing to be done" in snakemake(smoke_run, "-n", *SMOKE, str(unhashed)).stdout
+    hashed = smoke_run / "hashed.yaml"
+    hashed.write_text("dedup: {thetas: [0.05, 0.1, 0.15, 0.2, 0.25, 0.3]}\n")
+    assert "rule dedup:" in snakemake(smoke_run, "-n", *SMOKE, str(hashed)).stdout
 
 
 def _train_jobs_running(session: int) -> list[int]:

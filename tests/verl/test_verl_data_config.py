@@ -19,8 +19,9 @@ pytest.importorskip(
 from verl.trainer.ppo.utils import need_critic, need_reference_policy  # noqa: E402
 from verl.utils import hf_tokenizer  # noqa: E402
 from verl.utils.dataset.rl_dataset import RLHFDataset  # noqa: E402
+from verl.utils.tracking import Tracking  # noqa: E402
 
-from axisrl.backends.verl.config import VerlJob, compose, overrides, validate_overrides  # noqa: E402
+from axisrl.backends.verl.config import VerlJob, compose, overrides, project_name, validate_overrides  # noqa: E402
 from axisrl.backends.verl.episode import AGENT_NAME  # noqa: E402
 from axisrl.backends.verl.export import write_verl_parquet  # noqa: E402
 from axisrl.backends.verl.launch import longest_prompt, prepare  # noqa: E402
@@ -121,6 +122,23 @@ def test_prepared_run_passes_verl_config_validation_and_sets_the_pitfall_keys(
         longest_prompt(run.layout.train_file, hf_tokenizer(str(model_dir)), run.chat_template_kwargs)
         <= cfg.data.max_prompt_length
     )
+
+
+def test_experiment_loggers_join_the_file_logger_under_the_study_and_run_names(schema, frames, model_dir, tmp_path):
+    """Every logger the schema accepts is one verl 0.9.1 accepts, and with all on the overrides still validate."""
+    loggers = tuple(schema["properties"]["train"]["properties"]["llm"]["properties"]["loggers"]["items"]["enum"])
+    assert set(loggers) <= set(Tracking.supported_backend)
+    run = job(model_dir, tmp_path, loggers=loggers, project_name=project_name("mathcode", "/models/Qwen3-8B"))
+    override_list = prepare(
+        train_settings(schema, "grpo"),
+        run,
+        (frames["envs"], frames["tasks"]),
+        (frames["heldout_envs"], frames["heldout_tasks"]),
+        "toolworld",
+    )
+    cfg = validate_overrides(override_list)
+    assert list(cfg.trainer.logger) == ["console", "file", "wandb", "mlflow", "tensorboard"]
+    assert (cfg.trainer.project_name, cfg.trainer.experiment_name) == ("axisrl-mathcode-Qwen3-8B", "test-run")
 
 
 def test_verl_validation_rejects_a_batch_the_gpus_cannot_split(schema, model_dir, tmp_path):

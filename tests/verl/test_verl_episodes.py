@@ -10,6 +10,7 @@ import copy
 import json
 import re
 import sys
+import time
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -26,12 +27,14 @@ import polars as pl  # noqa: E402
 from verl.experimental.agent_loop.agent_loop import DictConfigWrap  # noqa: E402
 from verl.trainer.ppo.reward import get_custom_reward_fn  # noqa: E402
 from verl.utils import hf_tokenizer  # noqa: E402
+from verl.utils.checkpoint.checkpoint_manager import should_save_ckpt_esi  # noqa: E402
 from verl.utils.dataset.rl_dataset import RLHFDataset  # noqa: E402
 from verl.workers.rollout.replica import TokenOutput  # noqa: E402
 
+from axisrl.backends.llm_eval import evaluate  # noqa: E402
 from axisrl.backends.verl.agent_loop import AgentEpisodeLoop  # noqa: E402
 from axisrl.backends.verl.config import RunLayout, VerlJob, validate_overrides  # noqa: E402
-from axisrl.backends.verl.episode import CALLS_KEY, TRUNCATED  # noqa: E402
+from axisrl.backends.verl.episode import CALLS_KEY, TRUNCATED, read_episode_records  # noqa: E402
 from axisrl.backends.verl.launch import (  # noqa: E402
     latest_checkpoint,
     launch_env,
@@ -43,7 +46,7 @@ from axisrl.backends.verl.launch import (  # noqa: E402
     row_tools,
 )
 from axisrl.backends.verl.reward import compute_score  # noqa: E402
-from axisrl.backends.vllm_eval import evaluate  # noqa: E402
+from axisrl.diagnostics import STEP_COLUMNS  # noqa: E402
 from verl_support import small_mathcode_pool, small_pool, train_settings, write_tiny_model  # noqa: E402
 
 
@@ -232,6 +235,51 @@ def test_failed_episodes_score_zero(prepared, longest_task_row):
     assert score(prepared, row, output)["acc"] == 0.0
 
 
+MALFORMED = 'I will use a tool.\n<tool_call>\n{"name": "finish", "arguments": }\n</tool_call>'
+"""A model turn whose only tool call does not decode: verl's hermes parser drops it, ending the episode."""
+
+
+def test_the_episode_log_counts_calls_turns_parse_failures_and_truncation(prepared, longest_task_row, tmp_path):
+    """What the collapse diagnostics read, per trajectory: tool calls (``finish`` not counted),
+    assistant turns, tool-call blocks that did not parse (a bad block beside a good one; a block
+    never closed) and whether the trajectory hit ``response_length``, in a generation or in the
+    tool responses after it."""
+    row = longest_task_row
+    calls = reference(row)
+    bad_then_good = MALFORMED + "\n" + hermes(calls[0])
+    unclosed = hermes(calls[1]).removesuffix("</tool_call>")
+    short = copy.deepcopy(prepared.cfg)
+    first_turn = len(prepared.tokenizer.encode(hermes(calls[0]) + "<|im_end|>", add_special_tokens=False))
+    short.actor_rollout_ref.rollout.response_length = first_turn + 2  # no room for the tool response
+    plays = [
+        ([hermes(call) for call in calls], prepared.cfg),
+        (["I cannot do that."], prepared.cfg),
+        ([bad_then_good, unclosed], prepared.cfg),
+        (["I will think about it at length. " * 40], short),  # cut in the generation
+        ([hermes(calls[0])], short),  # cut when the tool response is appended
+    ]
+    for texts, cfg in plays:
+        play(prepared, row, texts, episode_dir=tmp_path, cfg=cfg)
+    counted = [
+        {key: record[key] for key in ("tool_calls", "turns", "parse_failures", "truncated", "env_steps")}
+        for record in read_episode_records(tmp_path)
+    ]
+    assert calls[0]["name"] != "finish"
+    assert counted == [
+        {
+            "tool_calls": len(calls) - 1,
+            "turns": len(calls),
+            "parse_failures": 0,
+            "truncated": False,
+            "env_steps": len(calls),
+        },
+        {"tool_calls": 0, "turns": 1, "parse_failures": 0, "truncated": False, "env_steps": 0},
+        {"tool_calls": 1, "turns": 2, "parse_failures": 2, "truncated": False, "env_steps": 1},
+        {"tool_calls": 0, "turns": 1, "parse_failures": 0, "truncated": True, "env_steps": 0},
+        {"tool_calls": 1, "turns": 1, "parse_failures": 0, "truncated": True, "env_steps": 1},
+    ]
+
+
 def test_reward_verifies_the_reference_of_every_task_and_rejects_a_no_op(prepared):
     for row in prepared.rows["train"] + prepared.rows["heldout"]:
         calls = json.dumps(reference(row))
@@ -376,7 +424,7 @@ def test_metrics_rows_come_from_verl_file_log_and_episode_log(prepared, longest_
     layout = RunLayout(tmp_path)
     row = longest_task_row
     solved = [hermes(call) for call in reference(row)]
-    for step, uid, texts in ((1, "a", solved), (1, "a", ["No."]), (2, "b", ["No."]), (2, "b", ["No."])):
+    for step, uid, texts in ((1, "a", solved), (1, "a", ["No."]), (2, "b", ["No."]), (2, "b", [MALFORMED])):
         play(prepared, row, texts, step=step, uid=uid, episode_dir=layout.episode_dir)
     play(prepared, prepared.rows["heldout"][0], ["No."], step=2, uid="val", episode_dir=layout.episode_dir)
     logged = [{"step": 0, "data": {"val-core/toolworld/acc/mean@1": 0.0}}]
@@ -413,14 +461,46 @@ def test_metrics_rows_come_from_verl_file_log_and_episode_log(prepared, longest_
     assert read_metrics(layout, "grpo", "sparse", "mathcode")[1]["val_success"] is None  # another domain's key
     assert (first["val_success"], second["val_success"]) == (None, 0.25)
     assert first["rollout_flops"] is None and first["synthetic_episodes"] == 0 and first["value_loss"] is None
+    calls = len(reference(row)) - 1  # the solved episode's calls before its finish
+    assert {key: first[key] for key in STEP_COLUMNS} == {
+        "tool_calls_mean": calls / 2,
+        "no_tool_call_share": 0.5,
+        "turns_mean": (calls + 2) / 2,
+        "parse_failures": 0,
+        "truncated_share": 0.0,
+    }
+    assert {key: second[key] for key in STEP_COLUMNS} == {
+        "tool_calls_mean": 0.0,
+        "no_tool_call_share": 1.0,
+        "turns_mean": 1.0,
+        "parse_failures": 1,
+        "truncated_share": 0.0,
+    }
+
+
+def test_a_slurm_job_saves_a_checkpoint_ahead_of_its_time_limit(tmp_path, monkeypatch):
+    """verl's own early save sees the allocation's end through the launcher's environment."""
+    run = VerlJob(model_path="/models/m", run_dir=tmp_path, experiment_name="r").layout
+    for seconds_left, saves in ((100, True), (1000, False)):
+        env = launch_env(run, {"SLURM_JOB_END_TIME": str(int(time.time()) + seconds_left)})
+        monkeypatch.setenv(
+            "MLP_CURRENT_CAPACITY_BLOCK_EXPIRATION_TIMESTAMP", env["MLP_CURRENT_CAPACITY_BLOCK_EXPIRATION_TIMESTAMP"]
+        )
+        assert should_save_ckpt_esi(max_steps_duration=300) is saves  # 100 s left: under a step + a save
+    assert "MLP_CURRENT_CAPACITY_BLOCK_EXPIRATION_TIMESTAMP" not in launch_env(run, {})
 
 
 def test_launch_commands(tmp_path):
     run = VerlJob(model_path="/models/m", run_dir=tmp_path, experiment_name="r").layout
     env = launch_env(run, {"RAY_ADDRESS": "10.0.0.1:6379", "PATH": "/bin"})
-    assert env == {"PATH": "/bin", "VERL_FILE_LOGGER_PATH": str(run.metrics_log)}
+    assert env == {
+        "PATH": "/bin",
+        "VERL_FILE_LOGGER_PATH": str(run.metrics_log),
+        "TENSORBOARD_DIR": str(run.tensorboard_dir),
+    }
     assert main_ppo_command(["a=1"]) == [sys.executable, "-m", "verl.trainer.main_ppo", "a=1"]
     (run.checkpoints / "global_step_40" / "actor").mkdir(parents=True)
+    (run.checkpoints / "global_step_40" / "data.pt").write_bytes(b"")  # what verl saves last
     (run.checkpoints / "latest_checkpointed_iteration.txt").write_text("40")
     assert merge_command(latest_checkpoint(run), Path("/hf")) == [
         sys.executable,

@@ -5,17 +5,20 @@ forward and backward, + 2 for the old-policy log-probabilities, + 2 for the refe
 the KL loss is on), divided by the utilization eta and by 1 - f for failed rollouts; environment and
 verifier seconds cost ``gpus / concurrent trajectories`` GPU-seconds each. Drivers are the seed
 paper's Table 18 math+code values. An estimate from stated assumptions, not a measurement: measure
-``timing_s/step`` from the first job's verl log and scale. Used by the power planner and
-``bench/cluster_gpu_hours.py``.
+``timing_s/step`` from the first job's verl log and scale. Used by the power planner,
+``bench/cluster_gpu_hours.py`` and the plan-time time-limit warning (``allocation_shortfall``).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import PurePath
 from typing import Any
 
 from axisrl.budget import visits_per_run
+from axisrl.plan import plan_designs, seed_batches
 from axisrl.recipe import CostModel
 
 MODEL_PARAMETERS = {"Qwen3-4B": 4.0e9, "Qwen3-8B": 8.2e9, "Qwen3-14B": 14.8e9}
@@ -35,9 +38,14 @@ H100_DENSE_BF16_TFLOPS = 989.0
 MFU = 0.35
 
 
+def model_name(config: Mapping[str, Any]) -> str:
+    """The directory name of the study's ``train.llm.model`` (the key of ``MODEL_PARAMETERS``)."""
+    return PurePath(config["train"]["llm"]["model"] or "").name
+
+
 def model_parameters(config: Mapping[str, Any]) -> float:
     """N of the study's ``train.llm.model``, by its directory name."""
-    name = PurePath(config["train"]["llm"]["model"] or "").name
+    name = model_name(config)
     if name not in MODEL_PARAMETERS:
         raise ValueError(
             f"train.llm.model {name!r} is none of {sorted(MODEL_PARAMETERS)}: its parameter count is unknown"
@@ -65,3 +73,61 @@ def run_gpu_hours(config: Mapping[str, Any], d_traj: int, model: CostModel | Non
     """GPU-hours of one training run at ``d_traj`` (synthesis is not GPU time)."""
     model = model or gpu_cost_model(config)
     return float(model.cost({"width": model_parameters(config), "d_env": 0, "d_task": 0, "d_traj": d_traj})) / 3600
+
+
+@dataclass(frozen=True)
+class AllocationShortfall:
+    """The planned training runs whose estimated wall time exceeds one Slurm allocation
+    (``resources.train.runtime``): they finish only by resuming from their checkpoints in later ones."""
+
+    runs: int
+    """Runs (design x seed) estimated to take longer than one allocation."""
+    planned_runs: int
+    runtime_minutes: int
+    gpus: int
+    longest_hours: float
+    """Estimated wall hours of the longest run on ``gpus`` GPUs."""
+    longest_d_traj: int
+
+    @property
+    def allocations(self) -> int:
+        """Allocations the longest run needs back to back (a resumed run repeats at most the
+        updates since its last checkpoint, which this leaves out)."""
+        return math.ceil(self.longest_hours * 60 / self.runtime_minutes)
+
+    def message(self) -> str:
+        return (
+            f"{self.runs} of {self.planned_runs} training runs cannot finish within one allocation: "
+            f"resources.train.runtime is {self.runtime_minutes} min ({self.runtime_minutes / 60:.0f} h), and the "
+            f"cost model (axisrl.cluster_cost, an estimate) puts the longest (d_traj={self.longest_d_traj}) at "
+            f"about {self.longest_hours:.0f} h on {self.gpus} GPUs, {self.allocations} allocations. Such a run "
+            "continues from its newest checkpoint when its job runs again: Slurm requeues a preempted job "
+            "(slurm-requeue in the Slurm profile) and Snakemake resubmits one that hit its time limit "
+            f"(retries: at least {self.allocations - 1}), or rerun the workflow."
+        )
+
+
+def allocation_shortfall(config: Mapping[str, Any]) -> AllocationShortfall | None:
+    """The plan's runs that cannot finish within ``resources.train.runtime``, by the cost model;
+    None when all can, for the tiny backend (no allocations) and for a model whose parameter count
+    is unknown (no estimate). Cheap enough for Snakemake's parse time: one estimate per ``d_traj``."""
+    if config["train"]["backend"] == "tiny" or model_name(config) not in MODEL_PARAMETERS:
+        return None
+    study, resources, model = config["study"], config["resources"]["train"], gpu_cost_model(config)
+    wall_hours: dict[int, float] = {}  # by d_traj, the only design field a fixed_visits run's cost reads
+    planned_runs, runs_over, longest_hours, longest_d_traj = 0, 0, 0.0, 0
+    for planned in plan_designs(study).values():
+        d_traj = planned.design.d_traj
+        if d_traj not in wall_hours:
+            wall_hours[d_traj] = run_gpu_hours(config, d_traj, model) / resources["gpus"]
+        hours = wall_hours[d_traj]
+        seeds = sum(len(batch) for batch in seed_batches(study, planned))
+        planned_runs += seeds
+        if hours * 60 > resources["runtime"]:
+            runs_over += seeds
+            longest_hours, longest_d_traj = max((longest_hours, longest_d_traj), (hours, d_traj))
+    if not runs_over:
+        return None
+    return AllocationShortfall(
+        runs_over, planned_runs, resources["runtime"], resources["gpus"], longest_hours, longest_d_traj
+    )

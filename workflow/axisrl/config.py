@@ -120,8 +120,8 @@ def _cross_checks(cfg: Mapping[str, Any]) -> list[str]:
     return problems + _backend_checks(cfg)
 
 
-GPU_BACKENDS = {"verl": "vllm"}
-"""Train backend -> the evaluate backend it pairs with; the tiny backend evaluates itself."""
+GPU_BACKENDS = {"verl": ("vllm", "hf")}
+"""Train backend -> the evaluate backends it pairs with; the tiny backend evaluates itself."""
 TINY_ONLY_FAMILIES = ("mixtures", "model_sizes", "budget_conventions")
 """Families only the tiny backend can run: synthetic sources replay into its rollouts, its width
 is the model size, and it counts env steps and FLOPs exactly enough to cap them."""
@@ -134,10 +134,11 @@ def _backend_checks(cfg: Mapping[str, Any]) -> list[str]:
         if cfg["domain"] != "toolworld":
             problems.append(f"train.backend: tiny trains on toolworld only, not domain {cfg['domain']} (use verl)")
         return problems
+    engines = GPU_BACKENDS[train]
     problems = (
         []
-        if evaluate == GPU_BACKENDS[train]
-        else [f"evaluate.backend: train.backend {train} is evaluated with {GPU_BACKENDS[train]}, not {evaluate}"]
+        if evaluate in engines
+        else [f"evaluate.backend: train.backend {train} is evaluated with {' or '.join(engines)}, not {evaluate}"]
     )
     if not cfg["train"]["llm"]["model"]:
         problems.append(f"train.llm.model: train.backend {train} needs a local model directory")

@@ -29,12 +29,16 @@ from scipy import optimize
 
 from axisrl.budget import visits_per_run
 from axisrl.laws.axis import axis_ordering, slope_intervals, success_trends
-from axisrl.laws.data import AXES
+from axisrl.laws.data import AXES, VALIDATION_TIER
 from axisrl.laws.noise import noise_frame
 from axisrl.laws.simulate import NoiseModel, run_success, simulate_study
 from axisrl.plan import spread
 
 TIER = "T2"
+"""The tier whose intervals the planner predicts (the headline's), in its simulated studies."""
+PLANNING_TIER = VALIDATION_TIER
+"""The tier a finished study's noise is read from: the validation worlds, since a seed count chosen
+on the test tier's spread would be chosen on the test set (its worlds are drawn as T2's are)."""
 STATED_SEED_SD_SPREAD = 0.33
 """Spread of the seed SD across points: 4 seeds cannot estimate it per study, so it is stated."""
 STATED_NOISE = NoiseModel(seed_sd=0.17, seed_sd_spread=STATED_SEED_SD_SPREAD, no_take_off=0.07, untrained_success=0.03)
@@ -143,15 +147,19 @@ def _offsets_kept(lines: Sequence[_SweepLine]) -> float:
     return max(0.0, 1.0 - noise_ss / residual_ss) if residual_ss > 0 else 0.0
 
 
-def from_noise_frame(noise: pl.DataFrame, centre: Mapping[str, int], take_off: float) -> tuple[Truth, NoiseModel, int]:
-    """The truth, noise model and episodes per run that a finished study's ``noise`` frame (its T2
-    rows) implies: each sweep's log-log line with the share of its points' offsets that is real
-    (``_offsets_kept``: a real trend interval is widened by them); the share of seeds that did not
-    take off, at half ``take_off``; and the seed SD of ``ln L`` that gives the measured seed spread
-    (``_matched_seed_sd``)."""
-    rows = noise.filter(pl.col("tier") == TIER)
+def from_noise_frame(
+    noise: pl.DataFrame, centre: Mapping[str, int], take_off: float, tier: str = PLANNING_TIER
+) -> tuple[Truth, NoiseModel, int]:
+    """The truth, noise model and episodes per run that a finished study's ``noise`` frame (its
+    ``tier`` rows) implies: each sweep's log-log line with the share of its points' offsets that is
+    real (``_offsets_kept``: a real trend interval is widened by them); the share of seeds that did
+    not take off, at half ``take_off``; and the seed SD of ``ln L`` that gives the measured seed
+    spread (``_matched_seed_sd``, at the tier's own episodes per run, so its binomial part is its own)."""
+    rows = noise.filter(pl.col("tier") == tier)
     if rows.is_empty():
-        raise ValueError(f"the noise frame has no {TIER} rows")
+        raise ValueError(
+            f"the noise frame has no {tier} rows (a study from before the validation tier: rerun its laws stage)"
+        )
     sweeps = {axis: rows.filter(pl.col("axis") == axis).sort("x") for axis in AXES}
     for axis, sweep in sweeps.items():
         if sweep.height < 3:
@@ -164,12 +172,17 @@ def from_noise_frame(noise: pl.DataFrame, centre: Mapping[str, int], take_off: f
     }
     seeds = rows["n_seeds"].to_numpy()
     no_take_off = float(1 - (rows["take_off_share"].to_numpy() * seeds).sum() / seeds.sum())
-    episodes = int(round(float((rows["trials"] / rows["n_seeds"]).mean())))
+    episodes = episodes_per_run(rows)
     truth = Truth(curves, dict(centre), kept)
     grids = {axis: tuple(int(x) for x in sweep["x"]) for axis, sweep in sweeps.items()}
     design = SweepDesign(grids, dict(centre), int(np.median(seeds)), episodes)
     model = NoiseModel(0.0, STATED_SEED_SD_SPREAD, no_take_off, take_off / 2)
     return truth, replace(model, seed_sd=_matched_seed_sd(design, truth, model, _excess(rows), take_off)), episodes
+
+
+def episodes_per_run(rows: pl.DataFrame) -> int:
+    """Held-out episodes per run of a noise frame's rows (one tier's)."""
+    return int(round(float((rows["trials"] / rows["n_seeds"]).mean())))
 
 
 def _excess(rows: pl.DataFrame) -> float:
@@ -481,6 +494,9 @@ def power_table(
         truth, model, episodes = from_noise_frame(noise, study["centre"], take_off)
     except ValueError as exc:
         return pl.DataFrame({"status": ["not_run"], "reason": [str(exc)]})
+    headline = noise.filter(pl.col("tier") == TIER)
+    if not headline.is_empty():
+        episodes = episodes_per_run(headline)  # the design's own T2 pool, the noise read off V
     predicted = predict(design_of({"study": study}, episodes), truth, model, n_sims)
     frames = [predicted]
     if study["families"]["mixtures"]["enabled"]:
@@ -516,12 +532,10 @@ def plan(
     """The planner on a study config: the config's design, the noise of ``noise`` (a ``noise``
     frame) or stated values, CPU-seconds from ``results``' train jobs (tiny backend) or GPU-hours
     (verl), and with ``search_designs`` every candidate design."""
-    centre = config["study"]["centre"]
+    design = design_of(config)
     if noise is not None:
-        truth, model, episodes = from_noise_frame(noise, centre, config["laws"]["take_off"])
-        design = design_of(config, episodes)
+        truth, model, _ = from_noise_frame(noise, config["study"]["centre"], config["laws"]["take_off"])
     else:
-        design = design_of(config)
         truth, model = stated_truth(design), STATED_NOISE
     if config["train"]["backend"] == "tiny":
         if results is None:

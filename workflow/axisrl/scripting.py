@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from axisrl import warm
@@ -19,11 +19,35 @@ from axisrl.threads import limit_threads
 CALL_STAGE = "axisrl.scripting:call_stage"
 
 
+class Uncompared(Mapping[str, Any]):
+    """A keyed stage's settings as its job's ``params``, hidden from Snakemake's params trigger.
+
+    Snakemake compares only builtin values of ``params`` with what it recorded; this is not one. A
+    keyed stage needs no comparison (its output path carries the hash of every hashed setting it
+    reads), and one would rerun the job when a setting that never changes results (``x-hashed:
+    false``: resources, loggers, checkpoint cadence, batch sizes) changed."""
+
+    def __init__(self, settings: Mapping[str, Any]) -> None:
+        self._settings = dict(settings)
+
+    def __getitem__(self, key: str) -> Any:
+        return self._settings[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._settings)
+
+    def __len__(self) -> int:
+        return len(self._settings)
+
+    def __repr__(self) -> str:
+        return f"Uncompared({self._settings!r})"
+
+
 def run_stage(job: Any) -> None:
     """Run the stage named by ``job.rule`` with the job's named params and files: in a child of the
     warm server when one answers, else in this process, with the job's ``threads`` for math libraries."""
     limit_threads(job.threads)
-    args = (job.rule, job.params.spec, job.params.settings, _files(job.input), _files(job.output))
+    args = (job.rule, job.params.spec, dict(job.params.settings), _files(job.input), _files(job.output))
     if warm.enabled(job.threads):
         status = warm.run(CALL_STAGE, args, job.log[0])
         if status:

@@ -2,8 +2,12 @@
 # registry (workflow/axisrl/stages/registry.py); every table and figure from axisrl/targets.py.
 import functools
 
+from snakemake.logging import logger
+
+from axisrl.cluster_cost import allocation_shortfall
 from axisrl.config import ConfigError, load_yaml, validate_config
 from axisrl.plan import Design
+from axisrl.scripting import Uncompared
 from axisrl.stages import STAGES, episodes_stage, point_jobs, study, value_at
 from axisrl.targets import (
     FIGURES,
@@ -29,6 +33,17 @@ TRAIN = {point.train.key: point for point in STUDY.points.values()}
 EVALUATE = {point.evaluate.key: point for point in STUDY.points.values() if point.evaluate}
 
 
+def warn_of_time_limits():
+    """Warn, once per invocation, of planned runs longer than one allocation (``axisrl.cluster_cost``);
+    not in the cluster jobs, which parse this file too."""
+    shortfall = workflow.is_main_process and allocation_shortfall(CONFIG)
+    if shortfall:
+        logger.warning(shortfall.message())
+
+
+warn_of_time_limits()
+
+
 def stage_dir(stage):
     """results/<stage>/<key>: where a stage's artifacts for the current config live."""
     return f"{RESULTS}/{stage}/{STUDY.specs[stage].key}"
@@ -40,7 +55,7 @@ def stage_log(stage):
 
 def stage_params(stage):
     """A study-level stage's job: its spec and the settings the registry says it reads."""
-    return {"spec": STUDY.specs[stage], "settings": STAGES[stage].settings(CONFIG)}
+    return {"spec": STUDY.specs[stage], "settings": Uncompared(STAGES[stage].settings(CONFIG))}
 
 
 PLAN_RUNS = f"{stage_dir('plan')}/runs.parquet"
@@ -125,7 +140,7 @@ def train_settings(wildcards):
         seed = int(wildcards.seed)
         settings["seeds"] = [seed]
         settings["run_keys"] = [point.run_keys[point.seeds.index(seed)]]
-    return settings
+    return Uncompared(settings)
 
 
 def evaluate_spec(wildcards):
@@ -134,7 +149,7 @@ def evaluate_spec(wildcards):
 
 def evaluate_settings(wildcards):
     point = point_of_evaluate(wildcards.eval_key)
-    return STAGES["evaluate"].settings(CONFIG, design=point.design, seeds=point.seeds)
+    return Uncompared(STAGES["evaluate"].settings(CONFIG, design=point.design, seeds=point.seeds))
 
 
 def models_of(wildcards):

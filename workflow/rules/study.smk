@@ -64,6 +64,9 @@ else:
         script:
             "../scripts/stage.py"
 
+    # vLLM pins its own torch and transformers; the hf engine needs only what the core env holds
+    EVALUATE_ENVS = {"vllm": "../../envs/eval-vllm.yaml", "hf": "../../envs/core.yaml"}
+
     rule evaluate:
         input:
             heldout_envs=f"{stage_dir('dedup')}/heldout_envs.parquet",
@@ -76,7 +79,7 @@ else:
         benchmark:
             f"{RESULTS}/benchmarks/evaluate/{{eval_key}}.tsv"
         conda:
-            "../../envs/eval-vllm.yaml"
+            EVALUATE_ENVS[CONFIG["evaluate"]["backend"]]
         threads: GPU_RESOURCES["evaluate"]["cpus"]
         resources:
             gpu=GPU_RESOURCES["evaluate"]["gpus"],

@@ -16,6 +16,10 @@ import polars as pl
 
 AXES = ("d_env", "d_task", "d_traj")
 TIERS = ("T0", "T1", "T2", "all")
+"""The held-out tiers the laws read (T2, unseen worlds, is the headline)."""
+VALIDATION_TIER = "V"
+"""Validation worlds, drawn as T2's are: for choosing learner settings and seed counts (the
+planner reads the noise frame's V rows), never fitted."""
 SETTING_COLUMNS = ("width", "algo", "reward_density", "env_level", "worlds", "budget")
 DESIGN_COLUMNS = AXES + SETTING_COLUMNS
 """What makes two runs different experiments: a fit must not pool runs that differ in one of these."""

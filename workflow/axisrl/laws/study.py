@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
+from axisrl.diagnostics import TOOL_USE_COLLAPSE_FRACTION, tool_use_collapsed_runs
 from axisrl.laws.axis import (
     axis_ordering,
     fit_axes,
@@ -20,7 +21,7 @@ from axisrl.laws.axis import (
     local_slopes,
     success_trends,
 )
-from axisrl.laws.data import AXES, TIERS, axis_sweep, infer_centre, pool_points, usable_runs
+from axisrl.laws.data import AXES, TIERS, VALIDATION_TIER, axis_sweep, infer_centre, pool_points, usable_runs
 from axisrl.laws.joint import fit_joint, interaction_pretest
 from axisrl.laws.noise import noise_frame
 from axisrl.laws.tables import (
@@ -85,6 +86,12 @@ def _tiers(runs: pl.DataFrame, tier: str) -> list[str]:
     return [t for t in TIERS if {f"p_{t}", f"n_{t}"} <= set(runs.columns)] or [tier]
 
 
+def _validation(runs: pl.DataFrame) -> list[str]:
+    """The validation tier where the runs carry its counts: the noise frame shows its spread (the
+    planner's noise), and no law reads it."""
+    return [VALIDATION_TIER] if {f"p_{VALIDATION_TIER}", f"n_{VALIDATION_TIER}"} <= set(runs.columns) else []
+
+
 def _effective_d_task(runs: pl.DataFrame) -> pl.DataFrame:
     """(run_key, rule, d_task_effective) from the train stage's ``d_task_<rule>`` columns."""
     columns = [c for c in runs.columns if c.startswith("d_task_")]
@@ -103,12 +110,22 @@ def analyse(
 
     Per-axis fits, points, slopes, leave-one-out and the bootstrap read the axis sweeps at the
     study's main settings (model size, algorithm, budget...); the tables read their own families.
+    ``warnings`` also names the runs whose tool use collapsed (``axisrl.diagnostics``): they are
+    fitted like any other, but their success may say more about the collapse than about the axis.
     """
     tier = settings.tier
     main = in_families(runs, "axis_sweeps")
     out: dict[str, pl.DataFrame] = {}
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
+        collapsed = tool_use_collapsed_runs(runs)
+        if collapsed:
+            warnings.warn(
+                "tool use collapsed in the last tenth of training (its tool-call rate below "
+                f"{TOOL_USE_COLLAPSE_FRACTION} of the run's peak tenth: tool_use_collapsed in the runs table) "
+                f"in {len(collapsed)} run(s): " + ", ".join(collapsed),
+                stacklevel=2,
+            )
         series = _model_size_series(runs, main)
         out["axis_fits"] = pl.concat(
             [
@@ -120,7 +137,7 @@ def analyse(
             [_sweep_points(group, tier, name, axes) for name, (group, axes) in series.items()], how="diagonal_relaxed"
         )
         if "seed" in main.columns:  # without seeds every run is its own point's only one: no spread to show
-            out["noise"] = noise_frame(main, _tiers(main, tier), settings.take_off)
+            out["noise"] = noise_frame(main, _tiers(main, tier) + _validation(main), settings.take_off)
         out["local_slopes"] = local_slopes(main, tier=tier)
         out["trends"] = success_trends(main, tier=tier)
         out["loo"] = leave_one_out(main, tier=tier)

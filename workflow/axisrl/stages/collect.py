@@ -10,6 +10,8 @@ import polars as pl
 
 from axisrl.artifacts import read_artifact, write_artifact
 from axisrl.config import StageSpec
+from axisrl.laws.data import TIERS as LAW_TIERS
+from axisrl.laws.data import VALIDATION_TIER
 
 log = logging.getLogger("axisrl")
 
@@ -27,8 +29,7 @@ def plan(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, str]
     log.info("plan: %d runs over %d grid points", frame.height, frame["point_key"].n_unique())
 
 
-VALIDATION_TIER = "V"
-TIERS = ("T0", "T1", "T2", "all", VALIDATION_TIER)
+TIERS = (*LAW_TIERS, VALIDATION_TIER)
 
 
 def success_by_tier(episodes: pl.DataFrame) -> pl.DataFrame:

@@ -156,9 +156,13 @@ def _train(read: Mapping[str, Any], design: Design, seeds: Sequence[int]) -> dic
 
 
 def _evaluate(read: Mapping[str, Any], design: Design, seeds: Sequence[int]) -> dict[str, Any]:
+    """Of ``evaluate``, the backend, the seed and that backend's own block: another engine's
+    settings never re-evaluate anything."""
+    evaluate = read["evaluate"]
+    backend = evaluate["backend"]
     return {
         "domain": read["domain"],
-        "evaluate": read["evaluate"],
+        "evaluate": {"backend": backend, "seed": evaluate["seed"], backend: evaluate[backend]},
         "llm": read["train"]["llm"],
         "seeds": list(seeds),
         "run_keys": [run_key(design.point_key, seed) for seed in seeds],
@@ -214,7 +218,8 @@ STAGES: dict[str, Stage] = {
             upstream=("train",),
             run="gpu:evaluate",
             derive=_evaluate,
-            note="GPU backends only: one key and one job per grid point",
+            note="GPU backends only: one key and one job per grid point; of `evaluate` only `backend`, `seed` "
+            "and the backend's own block (`evaluate.vllm` or `evaluate.hf`)",
         ),
         Stage(
             "collect",

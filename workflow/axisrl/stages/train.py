@@ -13,6 +13,7 @@ import polars as pl
 
 from axisrl.artifacts import read_artifact, write_artifact
 from axisrl.config import StageSpec
+from axisrl.diagnostics import run_diagnostics
 from axisrl.domains import toolworld
 from axisrl.threads import limit_threads
 
@@ -71,6 +72,7 @@ def train(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, str
                 "param_hash": result.param_hash,
                 "train_success": float(np.mean([row["success_mean"] for row in tail])) if tail else None,
                 **result.compute,
+                **run_diagnostics(result.metrics),
                 "executed_compute": result.compute["rollout_flops"] + result.compute["train_flops"],
                 **planned,
                 **cost_drivers(result.compute, result.timings, horizon),

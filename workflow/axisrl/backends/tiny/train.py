@@ -49,6 +49,7 @@ from axisrl.backends.tiny.policy import ToolPointer
 from axisrl.backends.tiny.rollout import Diverged, Episode, RolloutStats, Specs, no_cyclic_gc, rollout
 from axisrl.backends.tiny.synthetic import Synthesizer, SyntheticEpisodes, SyntheticTrajectories, TaskSampler
 from axisrl.backends.tiny.updates import UPDATES, UpdateContext, UpdateStats, trained_scores
+from axisrl.diagnostics import EpisodeCounts, step_diagnostics
 
 log = logging.getLogger(__name__)
 
@@ -172,7 +173,9 @@ class TrainResult:
     zero-advantage episodes; PPO trains every decision), episodes, rollout_flops, train_flops,
     zero_variance_groups and groups. ``compute``: their totals plus updates, visits (the groups
     played), distinct_tasks_seen, distinct_envs_seen, failed_episodes (not verified) and
-    truncated_episodes (stopped without ``finish``).
+    truncated_episodes (stopped without ``finish``). Rows also hold the collapse diagnostics of
+    the real rollouts (``axisrl.diagnostics.STEP_COLUMNS``: tool_calls_mean, no_tool_call_share,
+    turns_mean, parse_failures, truncated_share; see ``_episode_counts``), not totalled in ``compute``.
 
     Synthetic trajectories are compute like any other: their scored decisions, FLOPs and
     gradient steps count in scored_decisions, rollout_flops, train_flops and gradient_steps, and
@@ -273,23 +276,36 @@ def _zero_variance_groups(scores: torch.Tensor, group: torch.Tensor) -> int:
 
 
 RECENT_UPDATES = 4
-"""Updates whose FLOPs per visit estimate the next one's under a FLOP cap: a visit grows dearer as
-the policy learns (more groups with a learning signal to train on), so the recent ones say more."""
+"""Updates whose rollout FLOPs per visit estimate the next one's under a FLOP cap (episodes grow or
+shrink as the policy learns, so the recent ones say more)."""
+
+
+def dearest_visit_flops(metrics: Sequence[Mapping[str, Any]]) -> float:
+    """FLOPs one more visit can cost: the recent rollout FLOPs per visit, plus the most training
+    FLOPs per trained group of any update so far. A group without a learning signal (all scores
+    equal) is not trained, so one that has one costs several times as much; sizing the last
+    updates by the average visit let two trained groups overshoot the cap by 3 %."""
+    recent = metrics[-RECENT_UPDATES:]
+    rollout = sum(row["rollout_flops"] for row in recent) / sum(row["groups"] for row in recent)
+    per_trained = [
+        row["train_flops"] / (row["groups"] - row["zero_variance_groups"])
+        for row in metrics
+        if row["groups"] > row["zero_variance_groups"]
+    ]
+    return rollout + max(per_trained, default=0.0)
 
 
 def _visits_within_caps(s: TrainSettings, metrics: Sequence[Mapping[str, Any]], totals: RunTotals) -> int:
     """Visits the next update plays, 0 to end the run: 0 once the env-step cap is reached;
-    ``visits_per_update``, or under a FLOP cap at most half the visits the recent FLOPs per visit
-    say the cap leaves, so that a run closes in on its cap from below in shrinking updates even
-    when one visit costs several times another (a group with a learning signal trains, one
-    without does not); with less than two visits left, one more if that lands nearer the cap."""
+    ``visits_per_update``, or under a FLOP cap at most half the visits the cap leaves at the dearest
+    a visit can cost (``dearest_visit_flops``), so that a run closes in on its cap from below in
+    shrinking updates; with less than two such visits left, one more if that lands nearer the cap
+    even when it trains."""
     if s.max_rollout_steps is not None and totals.env_steps >= s.max_rollout_steps:
         return 0
     if s.max_flops is None or not metrics:
         return s.visits_per_update
-    recent = metrics[-RECENT_UPDATES:]
-    per_visit = sum(row["rollout_flops"] + row["train_flops"] for row in recent) / sum(row["groups"] for row in recent)
-    left = (s.max_flops - (totals.rollout_flops + totals.train_flops)) / per_visit
+    left = (s.max_flops - (totals.rollout_flops + totals.train_flops)) / dearest_visit_flops(metrics)
     return min(s.visits_per_update, math.floor(left / 2)) if left >= 2 else int(left >= 0.5)
 
 
@@ -361,6 +377,13 @@ def _add_timings(timings: dict[str, float], played: Played, rollout_seconds: flo
     timings["rollout_wall_seconds"] += played.real.seconds + played.synthetic.seconds
 
 
+def _episode_counts(episode: Episode) -> EpisodeCounts:
+    """A real rollout as the collapse diagnostics count it: one turn per decision; every action is
+    a structured call, so none fails to parse; truncated when it stopped without ``finish`` (at the
+    environment's ``max_steps`` or the run's env-step cap, the tiny policy's length limits)."""
+    return EpisodeCounts(episode.node.tool_calls, len(episode.actions), 0, episode.truncated)
+
+
 def _metrics_row(update: int, visit: Visit, played: Played, out: UpdateStats, density: str) -> dict[str, Any]:
     """The update's metrics row (see ``TrainResult``)."""
     real, synthetic = played
@@ -382,6 +405,7 @@ def _metrics_row(update: int, visit: Visit, played: Played, out: UpdateStats, de
         "train_flops": out.train_flops,
         "zero_variance_groups": _zero_variance_groups(torch.cat([rewards, synthetic_rewards]), visit.groups),
         "groups": len(visit.tasks),
+        **step_diagnostics([_episode_counts(e) for e in visit.episodes]),
         "synthetic_episodes": len(visit.synthetic.episodes),
         "synthetic_env_steps": synthetic.env_steps,
         "synthetic_unmatched_steps": synthetic.unmatched_steps,

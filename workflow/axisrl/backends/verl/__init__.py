@@ -18,12 +18,20 @@ it works around are listed in docs/cluster.md.
 from axisrl.backends.verl.config import RunLayout, VerlJob, overrides, validate_overrides
 from axisrl.backends.verl.episode import AGENT_NAME, AgentEpisode, Outcome, observation_text
 from axisrl.backends.verl.export import write_verl_parquet
-from axisrl.backends.verl.launch import VerlResult, latest_checkpoint, merge_command, read_metrics, train
+from axisrl.backends.verl.launch import (
+    RunIncomplete,
+    VerlResult,
+    latest_checkpoint,
+    merge_command,
+    read_metrics,
+    train,
+)
 
 __all__ = [
     "AGENT_NAME",
     "AgentEpisode",
     "Outcome",
+    "RunIncomplete",
     "RunLayout",
     "VerlJob",
     "VerlResult",

@@ -12,7 +12,10 @@ the environment does (``finish`` or ``max_steps``).
 The executed calls go to the reward function through ``extra_fields`` (``CALLS_KEY``). With
 ``episode_dir`` set (an extra key of the agent-loop config entry, passed on by Hydra), each
 trajectory appends its verified outcome to a JSONL log there, since verl 0.9.1 logs no per-sample
-reward details for training steps.
+reward details for training steps, with what the collapse diagnostics (``axisrl.diagnostics``)
+count and verl does not report: ``tool_calls`` (executed calls other than ``finish``), ``turns``
+(assistant generations), ``parse_failures`` (tool-call blocks the parser dropped:
+``ParseFailureCounter``) and ``truncated`` (the trajectory hit ``response_length``).
 
 Differences from ``ToolAgentLoop``: tools come from each row's spec (its full JSON schemas go to
 the chat template, so ``pattern``, ``additionalProperties`` and union types that verl's pydantic
@@ -33,10 +36,33 @@ from typing import Any
 
 from verl.experimental.agent_loop.agent_loop import AgentLoopOutput, register
 from verl.experimental.agent_loop.tool_agent_loop import AgentData, AgentState, ToolAgentLoop
-from verl.experimental.agent_loop.tool_parser import FunctionCall
-from verl.tools.schemas import ToolResponse
+from verl.experimental.agent_loop.tool_parser import FunctionCall, HermesToolParser
+from verl.tools.schemas import OpenAIFunctionToolSchema, ToolResponse
 
 from axisrl.backends.verl.episode import AGENT_NAME, CALLS_KEY, AgentEpisode, append_episode_record
+
+
+class ParseFailureCounter:
+    """verl's hermes parser, counting the tool calls it drops: a ``<tool_call>`` block that does not
+    decode (bad JSON, no ``name`` or ``arguments``) or is never closed is only logged by verl, so a
+    model whose calls stop parsing would look like one that stopped calling. Counted as the LLM
+    evaluation counts them: openings that produced no call."""
+
+    def __init__(self, parser: HermesToolParser) -> None:
+        self.parser = parser
+        self.failures = 0
+
+    @property
+    def stop_token_ids(self) -> list[int]:
+        return self.parser.stop_token_ids
+
+    async def extract_tool_calls(
+        self, responses_ids: list[int], tools: list[OpenAIFunctionToolSchema] | None = None
+    ) -> tuple[str, list[FunctionCall]]:
+        content, calls = await self.parser.extract_tool_calls(responses_ids, tools)
+        text = await asyncio.to_thread(self.parser.tokenizer.decode, responses_ids)
+        self.failures += text.count(self.parser.tool_call_start_token) - len(calls)
+        return content, calls
 
 
 @register(AGENT_NAME)
@@ -49,6 +75,9 @@ class AgentEpisodeLoop(ToolAgentLoop):
         self.episode: AgentEpisode | None = None
         # a turn's calls are gathered concurrently; the lock (FIFO) steps them one at a time, in order
         self.step_lock = asyncio.Lock()
+        self.tool_parser = ParseFailureCounter(self.tool_parser)  # multi_turn.format is always hermes
+        self.turns = 0
+        self.truncated = False
 
     async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> AgentLoopOutput:
         extra_info = kwargs["extra_info"]
@@ -77,6 +106,10 @@ class AgentEpisodeLoop(ToolAgentLoop):
                     "task_id": extra_info["task_id"],
                     "num_turns": output.num_turns,
                     "response_tokens": len(output.response_ids),
+                    "tool_calls": self.episode.tool_calls,
+                    "turns": self.turns,
+                    "parse_failures": self.tool_parser.failures,
+                    "truncated": self.truncated,
                     **asdict(outcome),
                 },
             )
@@ -89,6 +122,16 @@ class AgentEpisodeLoop(ToolAgentLoop):
             text = await asyncio.to_thread(self.episode.step, tool_call.name, tool_call.arguments)
         return ToolResponse(text=text), 0.0, {}
 
+    async def _handle_generating_state(
+        self, agent_data: AgentData, sampling_params: dict[str, Any], ignore_termination: bool = False
+    ) -> AgentState:
+        state = await super()._handle_generating_state(agent_data, sampling_params, ignore_termination)
+        self.turns = agent_data.assistant_turns
+        self.truncated |= len(agent_data.response_mask) >= self.response_length
+        return state
+
     async def _handle_processing_tools_state(self, agent_data: AgentData) -> AgentState:
         state = await super()._handle_processing_tools_state(agent_data)
+        # verl ends a trajectory here for one reason: the tool responses would overrun response_length
+        self.truncated |= state == AgentState.TERMINATED
         return AgentState.TERMINATED if self.episode.done else state

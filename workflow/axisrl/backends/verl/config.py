@@ -79,9 +79,28 @@ REFUSED = {"leak_primitive_role": False, "max_rollout_steps": None, "max_flops":
 
 @dataclass(frozen=True)
 class RunLayout:
-    """Where one verl run keeps its inputs and outputs, all under ``run_dir``."""
+    """Where one verl run keeps its inputs and outputs, all under ``run_dir``. Each start of
+    ``main_ppo`` (``attempt``, from 1) writes its own logs (file logger, console, episode log) in
+    ``attempts/<attempt>/``: verl's file logger truncates its file when it opens it, and a resumed
+    run must keep what earlier attempts wrote."""
 
     run_dir: Path
+    attempt: int = 1
+
+    def attempts(self) -> list[RunLayout]:
+        """The run's attempts that have a log folder, oldest first."""
+        root = self.run_dir / "attempts"
+        numbers = sorted(int(path.name) for path in root.glob("*") if path.name.isdigit()) if root.is_dir() else []
+        return [RunLayout(self.run_dir, number) for number in numbers]
+
+    def next_attempt(self) -> RunLayout:
+        """The layout of the run's next start (attempt 1 for a fresh run)."""
+        done = self.attempts()
+        return RunLayout(self.run_dir, done[-1].attempt + 1 if done else 1)
+
+    @property
+    def attempt_dir(self) -> Path:
+        return self.run_dir / "attempts" / str(self.attempt)
 
     @property
     def train_file(self) -> Path:
@@ -102,16 +121,22 @@ class RunLayout:
     @property
     def metrics_log(self) -> Path:
         """verl's file logger (``VERL_FILE_LOGGER_PATH``): one ``{"step", "data"}`` line per step."""
-        return self.run_dir / "verl_metrics.jsonl"
+        return self.attempt_dir / "verl_metrics.jsonl"
 
     @property
     def episode_dir(self) -> Path:
         """The agent loop's per-trajectory outcome logs."""
-        return self.run_dir / "episodes"
+        return self.attempt_dir / "episodes"
 
     @property
     def console_log(self) -> Path:
-        return self.run_dir / "main_ppo.log"
+        return self.attempt_dir / "main_ppo.log"
+
+    @property
+    def tensorboard_dir(self) -> Path:
+        """The TensorBoard logger's event files, every attempt's (``TENSORBOARD_DIR``; verl's default is
+        relative to the job's working directory)."""
+        return self.run_dir / "tensorboard"
 
 
 @dataclass(frozen=True)
@@ -127,7 +152,10 @@ class VerlJob:
     the calls of the last one are not executed), ``max_parallel_calls`` executed calls per turn,
     tool messages cut at ``max_tool_response_chars`` characters
     (``multi_turn.max_tool_response_length``), and the chat template's ``enable_thinking`` switch
-    (``data.apply_chat_template_kwargs``)."""
+    (``data.apply_chat_template_kwargs``). A checkpoint every ``save_every`` updates
+    (``trainer.save_freq``; verl always saves the last), the newest ``keep_checkpoints`` kept
+    (``trainer.max_actor_ckpt_to_keep``, ``max_critic_ckpt_to_keep``), and ``trainer.resume_mode``
+    auto: a rerun of a killed job continues from the newest checkpoint (``axisrl.backends.verl.launch``)."""
 
     model_path: str
     run_dir: Path
@@ -148,7 +176,13 @@ class VerlJob:
     gpu_memory_utilization: float = 0.6
     test_freq: int = 10
     val_before_train: bool = True
+    save_every: int = 10
+    keep_checkpoints: int = 2
     ray_temp_dir: str | None = None
+    loggers: tuple[str, ...] = ()
+    """verl's experiment loggers beside ``console`` and ``file`` (``train.llm.loggers``)."""
+    project_name: str = "axisrl"
+    """The loggers' project (``trainer.project_name``): the study's, by ``project_name``."""
 
     @property
     def layout(self) -> RunLayout:
@@ -164,6 +198,12 @@ class VerlJob:
             return self.ray_temp_dir
         digest = hashlib.sha256(str(Path(self.run_dir).resolve()).encode()).hexdigest()[:12]
         return str(Path(tempfile.gettempdir()) / f"axisrl-ray-{digest}")
+
+
+def project_name(domain: str, model_path: str) -> str:
+    """The experiment loggers' project of a study: its domain and model directory name, so one W&B or
+    MLflow project holds a study's runs (each named by its run key) and a study edit never moves it."""
+    return re.sub(r"[^\w.-]+", "-", f"axisrl-{domain}-{Path(model_path).name}")
 
 
 def prompts_per_step(settings: Mapping[str, Any]) -> int:
@@ -247,12 +287,14 @@ def overrides(settings: Mapping[str, Any], job: VerlJob) -> list[str]:
         "+reward.custom_reward_function.reward_kwargs.reward_density": s["reward_density"],
         "trainer.total_training_steps": s["updates"],
         "trainer.total_epochs": s["updates"],
-        "trainer.save_freq": s["updates"],
-        "trainer.resume_mode": "disable",
+        "trainer.save_freq": job.save_every,
+        "trainer.resume_mode": "auto",
+        "trainer.max_actor_ckpt_to_keep": job.keep_checkpoints,
+        "trainer.max_critic_ckpt_to_keep": job.keep_checkpoints,
         "trainer.test_freq": job.test_freq,
         "trainer.val_before_train": job.val_before_train,
-        "trainer.logger": ["console", "file"],
-        "trainer.project_name": "axisrl",
+        "trainer.logger": ["console", "file", *job.loggers],
+        "trainer.project_name": job.project_name,
         "trainer.experiment_name": job.experiment_name,
         "trainer.default_local_dir": str(layout.checkpoints),
         "trainer.n_gpus_per_node": job.n_gpus,

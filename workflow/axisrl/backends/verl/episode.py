@@ -4,8 +4,9 @@ The verl agent loop steps the domain's environment through ``AgentEpisode`` and 
 executed to the reward function, which replays them through a fresh ``AgentEpisode`` and verifies;
 both therefore run the same environment code, and neither needs verl to be tested. The domain
 comes from ``axisrl.domains.load`` by the row's ``data_source``. The episode log (one JSON record
-per trajectory: its ``Outcome`` and where it came from) is how the launcher learns what verl does
-not log per step: success and environment steps.
+per trajectory: its ``Outcome``, where it came from and what the collapse diagnostics count) is how
+the launcher learns what verl does not log per step: success, environment steps, tool calls, parse
+failures and truncation.
 """
 
 from __future__ import annotations
@@ -109,6 +110,11 @@ class AgentEpisode:
     def replay(self, calls: list[Mapping[str, Any]]) -> None:
         for call in calls:
             self.step(call["name"], call.get("arguments"))
+
+    @property
+    def tool_calls(self) -> int:
+        """Calls of the environment's tools, ``finish`` not counted (the collapse diagnostics' count)."""
+        return sum(call["name"] != FINISH for call in self.calls)
 
     def calls_json(self) -> str:
         return json.dumps(self.calls, sort_keys=True)

@@ -6,6 +6,14 @@ overrides and the prompt lengths on CPU, then runs ``python -m verl.trainer.main
 with verl's file logger on. ``merge_command`` converts the last actor checkpoint to a Hugging Face directory for
 vLLM evaluation. Only ``train``'s subprocess needs a GPU.
 
+Resume: verl checkpoints every ``save_every`` updates and, with ``resume_mode`` auto, continues
+from the step its tracker names. Each ``train`` call is a new attempt with its own logs
+(``RunLayout.attempt``); before it starts, the checkpoints are pruned to the newest
+``keep_checkpoints`` complete ones and the tracker pointed at the newest (``complete_checkpoints``:
+one being written when a job died is never loaded). ``train`` returns only for a run that reached
+its last update and otherwise raises ``RunIncomplete``, so the job leaves no outputs and its rerun
+continues; ``read_metrics`` merges the attempts, each step once.
+
 Metrics rows (``read_metrics``), one per training step, from verl's file logger (``{"step",
 "data"}`` per line) and the agent loop's episode log (verl 0.9.1 logs no per-sample reward details
 for training steps, so success and environment steps come from the trajectories themselves):
@@ -26,7 +34,12 @@ groups                  equal, and the number of groups (episode log)
 value_loss              ``critic/vf_loss`` (PPO; None for GRPO)
 tokens                  ``perf/total_num_tokens`` (prompt and response tokens of the step)
 response_length_mean    ``response_length/mean``
-num_turns_mean          ``num_turns/mean``
+num_turns_mean          ``num_turns/mean`` (verl counts the prompt, assistant turns and tool-response rounds)
+tool_calls_mean,        the collapse diagnostics (``axisrl.diagnostics``) of the step's training
+no_tool_call_share,     episodes, from the agent loop's counts in the episode log: tool calls
+turns_mean,             (``finish`` not counted), assistant turns, tool-call blocks that did not
+parse_failures,         parse, and whether the trajectory hit ``max_response_length``
+truncated_share
 step_seconds            ``timing_s/step``
 val_success             ``val-core/<domain>/acc/mean@N`` on a ``test_freq`` step (held-out tasks)
 ======================  =====================================================================
@@ -44,7 +57,7 @@ import shutil
 import subprocess
 import sys
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -62,6 +75,7 @@ from axisrl.backends.verl.config import (
 )
 from axisrl.backends.verl.episode import Outcome, read_episode_records
 from axisrl.backends.verl.export import write_verl_parquet
+from axisrl.diagnostics import EpisodeCounts, step_diagnostics
 from axisrl.domains import load
 
 UNMEASURED = ("scored_decisions", "gradient_steps", "rollout_flops", "train_flops", "synthetic_reward_mean")
@@ -79,25 +93,46 @@ VERL_METRICS = {
 }
 
 
-@dataclass
-class VerlResult:
-    """``status`` "ok" or "failed" (``error``: the end of verl's console log); ``metrics``: the
-    steps verl logged, also for a failed run; ``checkpoint``: the last actor checkpoint."""
+TRACKER = "latest_checkpointed_iteration.txt"
+"""verl's checkpoint tracker: the step of the newest checkpoint it finished saving."""
+LAST_SAVED = "data.pt"
+"""The file verl writes last into a ``global_step_<N>`` folder (the dataloader state)."""
 
-    status: str
+
+@dataclass(frozen=True)
+class VerlResult:
+    """A run that reached its last update: ``metrics``, one row per step over all its attempts;
+    ``checkpoint``: the last update's actor checkpoint."""
+
     metrics: list[dict[str, Any]]
-    checkpoint: Path | None
-    error: str | None = None
+    checkpoint: Path
+
+
+class RunIncomplete(RuntimeError):
+    """``main_ppo`` ended before the run's last update (killed, out of time, or it raised): the
+    job writes no outputs, and a rerun resumes from the newest complete checkpoint."""
 
 
 def main_ppo_command(override_list: Sequence[str]) -> list[str]:
     return [sys.executable, "-m", "verl.trainer.main_ppo", *override_list]
 
 
+SLURM_END = "SLURM_JOB_END_TIME"
+"""Where Slurm puts the end of the job's allocation (Unix seconds) in the job's environment."""
+VERL_DEADLINE = "MLP_CURRENT_CAPACITY_BLOCK_EXPIRATION_TIMESTAMP"
+"""The end time verl 0.9.1 reads (``should_save_ckpt_esi``): once the time left would not hold another
+step and a save, it saves a checkpoint after every step, so a job that reaches its time limit loses
+at most one step instead of up to ``save_every``."""
+
+
 def launch_env(layout: RunLayout, base: Mapping[str, str] = os.environ) -> dict[str, str]:
-    """``base`` with verl's file logger pointed into the run and without ``RAY_ADDRESS``."""
+    """``base`` with verl's file and TensorBoard loggers pointed into the run, Slurm's allocation end
+    as verl's deadline, and without ``RAY_ADDRESS``."""
     env = {key: value for key, value in base.items() if key != "RAY_ADDRESS"}
     env["VERL_FILE_LOGGER_PATH"] = str(layout.metrics_log)
+    env["TENSORBOARD_DIR"] = str(layout.tensorboard_dir)
+    if SLURM_END in base:
+        env.setdefault(VERL_DEADLINE, base[SLURM_END])
     return env
 
 
@@ -107,13 +142,15 @@ def prepare(
     train_data: tuple[pl.DataFrame, pl.DataFrame],
     heldout_data: tuple[pl.DataFrame, pl.DataFrame],
     domain: str,
+    attempt: RunLayout | None = None,
 ) -> list[str]:
     """Write the run's inputs (train and held-out Parquet, agent-loop config); the override list.
-    ``*_data`` are (envs, tasks) frames of ``domain``."""
+    ``*_data`` are (envs, tasks) frames of ``domain``; ``attempt``: the start whose episode log
+    the agent loop writes (default the run's first)."""
     layout = job.layout
     write_verl_parquet(domain, *train_data, layout.train_file, "train", min_rows=prompts_per_step(settings))
     write_verl_parquet(domain, *heldout_data, layout.val_file, "heldout")
-    write_agent_loop_config(layout)
+    write_agent_loop_config(attempt or layout)
     return overrides(settings, job)
 
 
@@ -152,36 +189,51 @@ def train(
     train_data: tuple[pl.DataFrame, pl.DataFrame],
     heldout_data: tuple[pl.DataFrame, pl.DataFrame],
     domain: str,
+    command: Callable[[Sequence[str]], list[str]] = main_ppo_command,
 ) -> VerlResult:
-    """Prepare, check on CPU, run ``main_ppo`` (GPU) and read back its metrics and checkpoint.
-    ``*_data`` are (envs, tasks) frames of ``domain`` (a name in ``axisrl.domains.DOMAINS``)."""
+    """Prepare, check on CPU, run ``main_ppo`` (GPU) as the run's next attempt and read back its
+    metrics and last checkpoint; raises ``RunIncomplete`` unless the run reached its last update.
+    ``*_data`` are (envs, tasks) frames of ``domain`` (a name in ``axisrl.domains.DOMAINS``).
+    ``command`` turns the overrides into the trainer's command line: ``main_ppo_command``, or in
+    the tests a scripted stand-in that writes verl's files on CPU."""
     from transformers import AutoTokenizer
 
     layout = job.layout
-    override_list = prepare(settings, job, train_data, heldout_data, domain)
+    attempt = layout.next_attempt()
+    override_list = prepare(settings, job, train_data, heldout_data, domain, attempt)
     validate_overrides(override_list)
     tokenizer = AutoTokenizer.from_pretrained(job.model_path)
     for path in (layout.train_file, layout.val_file):
         longest = longest_prompt(path, tokenizer, job.chat_template_kwargs)
         if longest > job.max_prompt_length:
             raise ValueError(f"{path.name}: a prompt has {longest} tokens > max_prompt_length {job.max_prompt_length}")
-    shutil.rmtree(layout.episode_dir, ignore_errors=True)  # a rerun starts afresh, as verl's file logger does
-    layout.episode_dir.mkdir(parents=True)
-    with layout.console_log.open("w") as log:
-        returncode = subprocess.run(
-            main_ppo_command(override_list), env=launch_env(layout), stdout=log, stderr=subprocess.STDOUT, check=False
-        ).returncode
+    updates = settings["updates"]
+    resumed = keep_newest_checkpoints(layout, job.keep_checkpoints)
+    returncode = 0
+    if resumed < updates:  # verl would train a step past the end of a finished run
+        attempt.episode_dir.mkdir(parents=True)
+        with attempt.console_log.open("w") as log:
+            returncode = subprocess.run(
+                command(override_list), env=launch_env(attempt), stdout=log, stderr=subprocess.STDOUT, check=False
+            ).returncode
+    reached = keep_newest_checkpoints(layout, job.keep_checkpoints)
+    if returncode != 0 or reached < updates:
+        tail = attempt.console_log.read_text(errors="replace")[-4000:] if attempt.console_log.exists() else ""
+        raise RunIncomplete(
+            f"main_ppo (attempt {attempt.attempt}, resumed from step {resumed}) exited with {returncode}; "
+            f"the newest complete checkpoint is step {reached} of {updates}, which a rerun resumes from:\n{tail}"
+        )
     metrics = read_metrics(layout, settings["algo"], settings["reward_density"], domain)
-    if returncode != 0:
-        tail = layout.console_log.read_text(errors="replace")[-4000:]
-        return VerlResult("failed", metrics, None, f"main_ppo exited with {returncode}:\n{tail}")
-    return VerlResult("ok", metrics, latest_checkpoint(layout))
+    return VerlResult(metrics, actor_checkpoint(layout, reached))
 
 
 def _episode_columns(records: list[dict[str, Any]], reward_density: str) -> dict[str, Any]:
-    """success_mean, env_steps, episodes, zero_variance_groups and groups of one step's training episodes."""
+    """success_mean, env_steps, episodes, zero_variance_groups, groups and the collapse diagnostics
+    (``axisrl.diagnostics.STEP_COLUMNS``) of one step's training episodes."""
+    counts = [EpisodeCounts(r["tool_calls"], r["turns"], r["parse_failures"], r["truncated"]) for r in records]
     if not records:
-        return dict.fromkeys(("success_mean", "env_steps", "episodes", "zero_variance_groups", "groups"))
+        columns = ("success_mean", "env_steps", "episodes", "zero_variance_groups", "groups")
+        return {**dict.fromkeys(columns), **step_diagnostics(counts)}
     scores: dict[str, list[float]] = defaultdict(list)
     for record in records:
         scores[record["uid"]].append(Outcome.from_record(record).score(reward_density))
@@ -191,21 +243,37 @@ def _episode_columns(records: list[dict[str, Any]], reward_density: str) -> dict
         "episodes": len(records),
         "zero_variance_groups": sum(len(s) > 1 and max(s) == min(s) for s in scores.values()),
         "groups": len(scores),
+        **step_diagnostics(counts),
     }
 
 
 def read_metrics(layout: RunLayout, algo: str, reward_density: str, domain: str) -> list[dict[str, Any]]:
-    """One row per training step verl logged (see the module docstring for the mapping);
-    ``domain`` names verl's validation metrics (the rows' ``data_source``)."""
-    if not layout.metrics_log.exists():
-        return []
+    """One row per training step verl logged, over every attempt of the run (see the module
+    docstring for the mapping); ``domain`` names verl's validation metrics (the rows'
+    ``data_source``). An attempt resumed from a checkpoint re-runs the steps after it, so a later
+    attempt's rows replace every earlier row from its first step on, and a step's episode records
+    are its attempt's: each step once, the latest attempt winning."""
+    rows: dict[int, dict[str, Any]] = {}
+    for attempt in layout.attempts():
+        logged = _attempt_rows(attempt, algo, reward_density, domain)
+        if logged:
+            first = min(logged)
+            rows = {step: row for step, row in rows.items() if step < first} | logged
+    return [rows[step] for step in sorted(rows)]
+
+
+def _attempt_rows(attempt: RunLayout, algo: str, reward_density: str, domain: str) -> dict[int, dict[str, Any]]:
+    """The rows of one attempt's file-logger lines, by step. A line cut short by a kill (no
+    newline yet) is left out."""
+    if not attempt.metrics_log.exists():
+        return {}
     by_step: dict[int, list[dict[str, Any]]] = defaultdict(list)
-    if layout.episode_dir.exists():
-        for record in read_episode_records(layout.episode_dir):
+    if attempt.episode_dir.exists():
+        for record in read_episode_records(attempt.episode_dir):
             if record["split"] == "train" and record["global_steps"] is not None:
                 by_step[record["global_steps"]].append(record)
-    rows = []
-    for line in layout.metrics_log.read_text().splitlines():
+    rows = {}
+    for line in attempt.metrics_log.read_text().split("\n")[:-1]:
         entry = json.loads(line)
         data = entry["data"]
         if "training/global_step" not in data:
@@ -213,25 +281,69 @@ def read_metrics(layout: RunLayout, algo: str, reward_density: str, domain: str)
         step = entry["step"]
         val = [value for key, value in data.items() if key.startswith(f"val-core/{domain}/acc/mean@")]
         kl = data.get("actor/kl_loss", 0.0) if algo == "grpo" else data.get("actor/ppo_kl")
-        rows.append(
-            {
-                "update": step - 1,
-                **{key: data.get(name) for key, name in VERL_METRICS.items()},
-                "kl": kl,
-                **_episode_columns(by_step[step], reward_density),
-                **dict.fromkeys(UNMEASURED),
-                **dict.fromkeys(NO_SYNTHETIC, 0),
-                "val_success": val[0] if val else None,
-            }
-        )
+        rows[step] = {
+            "update": step - 1,
+            **{key: data.get(name) for key, name in VERL_METRICS.items()},
+            "kl": kl,
+            **_episode_columns(by_step[step], reward_density),
+            **dict.fromkeys(UNMEASURED),
+            **dict.fromkeys(NO_SYNTHETIC, 0),
+            "val_success": val[0] if val else None,
+        }
     return rows
 
 
-def latest_checkpoint(layout: RunLayout) -> Path:
-    """The actor checkpoint of the last saved step (verl records the step in
-    ``latest_checkpointed_iteration.txt``)."""
-    step = int((layout.checkpoints / "latest_checkpointed_iteration.txt").read_text().strip())
+def _checkpoint_dirs(layout: RunLayout) -> dict[int, Path]:
+    """verl's ``global_step_<N>`` folders, by N."""
+    found = {}
+    for path in layout.checkpoints.glob("global_step_*"):
+        number = path.name.removeprefix("global_step_")
+        if number.isdigit() and path.is_dir():
+            found[int(number)] = path
+    return found
+
+
+def complete_checkpoints(layout: RunLayout) -> list[int]:
+    """The steps whose checkpoint verl finished, oldest first. verl saves the actor (and critic),
+    then the dataloader state (``data.pt``), then records the step in its tracker; a folder past
+    the tracker's step, or without an actor or ``data.pt``, was being written or pruned when the
+    run died. A tracker cut short by a kill leaves the newest folder with ``data.pt`` complete."""
+    dirs = _checkpoint_dirs(layout).items()
+    finished = sorted(step for step, path in dirs if (path / "actor").is_dir() and (path / LAST_SAVED).is_file())
+    tracker = layout.checkpoints / TRACKER
+    if not tracker.exists():
+        return []
+    text = tracker.read_text().strip()
+    recorded = int(text) if text.isdigit() else max(finished, default=0)
+    return [step for step in finished if step <= recorded]
+
+
+def keep_newest_checkpoints(layout: RunLayout, keep: int) -> int:
+    """Prune the run's checkpoints to the newest ``keep`` complete ones (verl prunes only those its
+    own attempt saved) and point verl's tracker at the newest, which ``resume_mode`` auto loads; its
+    step (0: none, a fresh start)."""
+    kept = complete_checkpoints(layout)[-keep:]
+    for step, path in _checkpoint_dirs(layout).items():
+        if step not in kept:
+            shutil.rmtree(path)
+    tracker = layout.checkpoints / TRACKER
+    if not kept:
+        tracker.unlink(missing_ok=True)
+        return 0
+    partial = tracker.with_suffix(".tmp")
+    partial.write_text(str(kept[-1]))
+    partial.replace(tracker)
+    return kept[-1]
+
+
+def actor_checkpoint(layout: RunLayout, step: int) -> Path:
     return layout.checkpoints / f"global_step_{step}" / "actor"
+
+
+def latest_checkpoint(layout: RunLayout) -> Path | None:
+    """The actor checkpoint of the newest complete step (``complete_checkpoints``); None without one."""
+    complete = complete_checkpoints(layout)
+    return actor_checkpoint(layout, complete[-1]) if complete else None
 
 
 def merge_command(checkpoint: str | Path, target_dir: str | Path) -> list[str]:
