@@ -22,7 +22,8 @@ VERL_TESTS = ROOT / "tests" / "verl"
 CANNOT_BUILD = 77
 """setup_venv.sh's exit status where pip cannot fetch verl, so the venv cannot be built."""
 INNER_TIMEOUT_S = 30 * 60
-"""The verl suite takes one to two minutes on two cores; a run past this has hung."""
+"""The verl suite takes about three minutes on two cores (two of them the workflow resume test); a run past this
+has hung."""
 MODULES = sorted(path.stem for path in VERL_TESTS.glob("test_*.py"))
 
 

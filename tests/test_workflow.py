@@ -68,6 +68,26 @@ def test_dry_run_of_the_default_config(workflow_copy):
     assert not (workflow_copy / "results").exists()
 
 
+def _planned_jobs(stdout: str, rule: str) -> int:
+    """A rule's job count in a dry run's ``Job stats`` table (printed before and after the jobs)."""
+    counts = set(re.findall(rf"^{rule}\s+(\d+)$", stdout, flags=re.MULTILINE))
+    assert len(counts) == 1, counts
+    return int(counts.pop())
+
+
+def test_dry_run_of_the_full_study_plans_every_family_at_full_size(workflow_copy):
+    """config/studies/full.yaml (hours on 2 cores) plans on a laptop: more train jobs than the
+    default, every table and figure target, and no table labelled reduced."""
+    default = snakemake(workflow_copy, "-n", "--cores", "2").stdout
+    full = snakemake(workflow_copy, "-n", "--cores", "2", "--configfile", "config/studies/full.yaml").stdout
+    assert _planned_jobs(full, "train") > _planned_jobs(default, "train")
+    for target in ("table2", "table3", "table9", "table16", "fig2", "fig4", "validate"):
+        assert _planned_jobs(full, target) == 1
+    config = yaml.safe_load((workflow_copy / "config" / "studies" / "full.yaml").read_text())
+    assert config["report"]["reduced"] == []
+    assert not (workflow_copy / "results").exists()
+
+
 def test_bad_config_is_rejected_before_any_job_with_the_key_named(workflow_copy):
     overlay = workflow_copy / "bad.yaml"
     overlay.write_text(yaml.safe_dump({"synthesize": {"n_worlds": -2, "rows_per_tabel": 3}}))

@@ -9,7 +9,12 @@ episode record per trajectory to the agent loop's ``episode_dir`` (the fields ``
 writes) and saves a checkpoint every ``trainer.save_freq`` steps and at the last in verl's order
 (actor, ``data.pt``, then the tracker), pruned to ``max_actor_ckpt_to_keep`` the way verl's
 checkpoint manager prunes what its own process saved. Its "model" is one number that every step
-updates, so a resume from the wrong checkpoint shows in the metrics.
+updates, so a resume from the wrong checkpoint shows in the metrics. Each actor checkpoint is also
+what verl's FSDP checkpoint manager writes on one GPU, so the real ``verl.model_merger merge
+--backend fsdp`` turns it into a Hugging Face directory: ``fsdp_config.json`` (world size 1),
+``model_world_size_1_rank_0.pt`` (the state dict of ``actor_rollout_ref.model.path``'s
+architecture, initialised from seed 0, with ``model.norm.weight`` filled with the scripted model's
+number) and ``huggingface/`` (the model's config and tokenizer).
 
 ``SCRIPTED_MAIN_PPO_KILL`` makes it SIGKILL itself: ``after_step:N`` once step N is logged,
 ``in_save:N`` halfway through writing step N's checkpoint (the actor written, nothing after).
@@ -43,7 +48,29 @@ def die_if(kill: str, event: str) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
 
 
-def save(checkpoints: Path, step: int, weight: float, saved: list[Path], keep: int | None, kill: str) -> None:
+def write_fsdp_actor(actor: Path, model_path: str, weight: float) -> None:
+    """An actor checkpoint as verl's FSDP checkpoint manager writes it on one GPU (world size 1):
+    the files ``verl.model_merger``'s fsdp backend reads."""
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    torch.manual_seed(0)
+    model = AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(model_path))
+    state = model.state_dict()
+    state["model.norm.weight"].fill_(weight)
+    torch.save(state, actor / "model_world_size_1_rank_0.pt")
+    (actor / "fsdp_config.json").write_text(json.dumps({"FSDP_version": 1, "world_size": 1}))
+    shutil.copytree(model_path, actor / "huggingface", dirs_exist_ok=True)
+
+
+def save(
+    checkpoints: Path,
+    step: int,
+    weight: float,
+    saved: list[Path],
+    keep: int | None,
+    kill: str,
+    model_path: str,
+) -> None:
     """verl's ``_save_checkpoint``: the actor (its manager first removes the oldest of this
     process's saves beyond ``keep - 1``), the dataloader state, then the tracker."""
     folder = checkpoints / f"global_step_{step}"
@@ -53,6 +80,7 @@ def save(checkpoints: Path, step: int, weight: float, saved: list[Path], keep: i
         del saved[: len(saved) - keep + 1]
     (folder / "actor").mkdir(parents=True, exist_ok=True)
     (folder / "actor" / "model.json").write_text(json.dumps({"weight": weight}))
+    write_fsdp_actor(folder / "actor", model_path, weight)
     saved.append(folder / "actor")
     die_if(kill, f"in_save:{step}")
     torch.save({"step": step}, folder / "data.pt")
@@ -103,7 +131,9 @@ def main(override_list: list[str]) -> None:
                     },
                 )
         if step == trainer.total_training_steps or step % trainer.save_freq == 0:
-            save(checkpoints, step, weight, saved, trainer.max_actor_ckpt_to_keep, kill)
+            save(
+                checkpoints, step, weight, saved, trainer.max_actor_ckpt_to_keep, kill, cfg.actor_rollout_ref.model.path
+            )
         logger.log(
             {
                 "training/global_step": step,

@@ -498,7 +498,11 @@ def test_launch_commands(tmp_path):
         "VERL_FILE_LOGGER_PATH": str(run.metrics_log),
         "TENSORBOARD_DIR": str(run.tensorboard_dir),
     }
-    assert main_ppo_command(["a=1"]) == [sys.executable, "-m", "verl.trainer.main_ppo", "a=1"]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.delenv("AXISRL_MAIN_PPO", raising=False)
+        assert main_ppo_command(["a=1"]) == [sys.executable, "-m", "verl.trainer.main_ppo", "a=1"]
+        patch.setenv("AXISRL_MAIN_PPO", "stand_in.py")  # what the workflow tests run instead
+        assert main_ppo_command(["a=1"]) == [sys.executable, "stand_in.py", "a=1"]
     (run.checkpoints / "global_step_40" / "actor").mkdir(parents=True)
     (run.checkpoints / "global_step_40" / "data.pt").write_bytes(b"")  # what verl saves last
     (run.checkpoints / "latest_checkpointed_iteration.txt").write_text("40")

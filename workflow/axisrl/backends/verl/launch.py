@@ -113,8 +113,18 @@ class RunIncomplete(RuntimeError):
     job writes no outputs, and a rerun resumes from the newest complete checkpoint."""
 
 
+MAIN_PPO = "AXISRL_MAIN_PPO"
+"""An environment variable naming a Python script that the train job runs in place of
+``verl.trainer.main_ppo`` (with this interpreter and the same overrides): how the tests and dry runs
+replace the GPU step, e.g. with tests/verl/scripted_main_ppo.py. Unset or empty: verl's trainer."""
+
+
 def main_ppo_command(override_list: Sequence[str]) -> list[str]:
-    return [sys.executable, "-m", "verl.trainer.main_ppo", *override_list]
+    """The trainer's command line: ``python -m verl.trainer.main_ppo <overrides>``, or the script
+    ``AXISRL_MAIN_PPO`` names."""
+    script = os.environ.get(MAIN_PPO)
+    trainer = [script] if script else ["-m", "verl.trainer.main_ppo"]
+    return [sys.executable, *trainer, *override_list]
 
 
 SLURM_END = "SLURM_JOB_END_TIME"
