@@ -21,13 +21,13 @@ from verl.utils import hf_tokenizer  # noqa: E402
 from verl.utils.dataset.rl_dataset import RLHFDataset  # noqa: E402
 from verl.utils.tracking import Tracking  # noqa: E402
 
-from axisrl.backends.verl.config import VerlJob, compose, overrides, project_name, validate_overrides  # noqa: E402
+from axisrl.backends.verl.config import compose, overrides, project_name, validate_overrides  # noqa: E402
 from axisrl.backends.verl.episode import AGENT_NAME  # noqa: E402
 from axisrl.backends.verl.export import write_verl_parquet  # noqa: E402
 from axisrl.backends.verl.launch import longest_prompt, prepare  # noqa: E402
 from axisrl.domains import mathcode  # noqa: E402
 from axisrl.domains.toolworld import render_chat  # noqa: E402
-from verl_support import small_mathcode_pool, small_pool, train_settings, write_tiny_model  # noqa: E402
+from verl_support import small_mathcode_pool, small_pool, tiny_job, train_settings, write_tiny_model  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -61,18 +61,6 @@ def datasets_cache(tmp_path, monkeypatch):
     monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", str(tmp_path / "hf-datasets"))
 
 
-def job(model_dir: Path, run_dir: Path, **changes) -> VerlJob:
-    return VerlJob(
-        model_path=str(model_dir),
-        run_dir=run_dir,
-        experiment_name="test-run",
-        num_cpus=4,
-        max_prompt_length=16384,
-        micro_batch_size_per_gpu=2,
-        **changes,
-    )
-
-
 def load(path: Path, tokenizer, data_config) -> list[dict]:
     dataset = RLHFDataset(str(path), tokenizer, data_config)
     return [dataset[i] for i in range(len(dataset))]
@@ -84,7 +72,7 @@ def test_prepared_run_passes_verl_config_validation_and_sets_the_pitfall_keys(
     schema, frames, model_dir, tmp_path, algo
 ):
     settings = train_settings(schema, algo, reward_density="dense")
-    run = job(
+    run = tiny_job(
         model_dir, tmp_path / "run dir, quoted", max_turns=5, max_tool_response_chars=300, enable_thinking=True
     )  # paths go through Hydra's override grammar
     override_list = prepare(
@@ -128,7 +116,7 @@ def test_experiment_loggers_join_the_file_logger_under_the_study_and_run_names(s
     """Every logger the schema accepts is one verl 0.9.1 accepts, and with all on the overrides still validate."""
     loggers = tuple(schema["properties"]["train"]["properties"]["llm"]["properties"]["loggers"]["items"]["enum"])
     assert set(loggers) <= set(Tracking.supported_backend)
-    run = job(model_dir, tmp_path, loggers=loggers, project_name=project_name("mathcode", "/models/Qwen3-8B"))
+    run = tiny_job(model_dir, tmp_path, loggers=loggers, project_name=project_name("mathcode", "/models/Qwen3-8B"))
     override_list = prepare(
         train_settings(schema, "grpo"),
         run,
@@ -144,19 +132,19 @@ def test_experiment_loggers_join_the_file_logger_under_the_study_and_run_names(s
 def test_verl_validation_rejects_a_batch_the_gpus_cannot_split(schema, model_dir, tmp_path):
     settings = train_settings(schema, "grpo", d_traj=3) | {"visits_per_update": 7}  # 7 prompts x 3 = 21 samples
     with pytest.raises(AssertionError, match="divisible"):
-        validate_overrides(overrides(settings, job(model_dir, tmp_path, n_gpus=2)))
+        validate_overrides(overrides(settings, tiny_job(model_dir, tmp_path, n_gpus=2)))
 
 
 def test_settings_verl_cannot_honour_are_refused(schema, model_dir, tmp_path):
     settings = train_settings(schema, "grpo")
     with pytest.raises(ValueError, match="max_rollout_steps"):
-        overrides({**settings, "max_rollout_steps": 1000}, job(model_dir, tmp_path))
+        overrides({**settings, "max_rollout_steps": 1000}, tiny_job(model_dir, tmp_path))
     with pytest.raises(ValueError, match="does not know"):
-        overrides({**settings, "entropy_bonus": 0.1}, job(model_dir, tmp_path))
+        overrides({**settings, "entropy_bonus": 0.1}, tiny_job(model_dir, tmp_path))
 
 
 def test_exported_rows_load_with_verl_dataset_intact(pool, frames, tokenizer, schema, model_dir, tmp_path):
-    data_config = compose(overrides(train_settings(schema, "grpo"), job(model_dir, tmp_path))).data
+    data_config = compose(overrides(train_settings(schema, "grpo"), tiny_job(model_dir, tmp_path))).data
     specs = {env["env_id"]: env["spec"] for env in pool.envs + pool.heldout_envs}
     for split, envs, tasks in (("train", "envs", "tasks"), ("heldout", "heldout_envs", "heldout_tasks")):
         path = write_verl_parquet("toolworld", frames[envs], frames[tasks], tmp_path / f"{split}.parquet", split)
@@ -179,7 +167,7 @@ def test_exported_rows_load_with_verl_dataset_intact(pool, frames, tokenizer, sc
 
 
 def test_fewer_tasks_than_a_batch_are_repeated_whole(frames, tokenizer, schema, model_dir, tmp_path):
-    data_config = compose(overrides(train_settings(schema, "grpo"), job(model_dir, tmp_path))).data
+    data_config = compose(overrides(train_settings(schema, "grpo"), tiny_job(model_dir, tmp_path))).data
     path = write_verl_parquet(
         "toolworld", frames["envs"], frames["tasks"], tmp_path / "train.parquet", "train", min_rows=10
     )
@@ -191,7 +179,7 @@ def test_fewer_tasks_than_a_batch_are_repeated_whole(frames, tokenizer, schema, 
 
 def test_exported_mathcode_rows_load_with_verl_dataset_intact(tokenizer, schema, model_dir, tmp_path):
     pool = small_mathcode_pool()
-    data_config = compose(overrides(train_settings(schema, "grpo"), job(model_dir, tmp_path))).data
+    data_config = compose(overrides(train_settings(schema, "grpo"), tiny_job(model_dir, tmp_path))).data
     specs = {env["env_id"]: env["spec"] for env in pool.envs + pool.heldout_envs}
     for split, envs, tasks in (("train", "envs", "tasks"), ("heldout", "heldout_envs", "heldout_tasks")):
         env_frame, task_frame = (pl.DataFrame(getattr(pool, name), infer_schema_length=None) for name in (envs, tasks))

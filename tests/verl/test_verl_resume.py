@@ -22,7 +22,7 @@ import torch  # noqa: E402
 from verl.utils.checkpoint.checkpoint_manager import find_latest_ckpt_path  # noqa: E402
 from verl.utils.tracking import FileLogger  # noqa: E402
 
-from axisrl.backends.verl.config import RunLayout, VerlJob, overrides, validate_overrides  # noqa: E402
+from axisrl.backends.verl.config import RunLayout, overrides, validate_overrides  # noqa: E402
 from axisrl.backends.verl.episode import append_episode_record  # noqa: E402
 from axisrl.backends.verl.launch import (  # noqa: E402
     RunIncomplete,
@@ -33,7 +33,7 @@ from axisrl.backends.verl.launch import (  # noqa: E402
     read_metrics,
     train,
 )
-from verl_support import small_pool, train_settings, write_tiny_model  # noqa: E402
+from verl_support import small_pool, tiny_job, train_settings, write_tiny_model  # noqa: E402
 
 STAND_IN = Path(__file__).with_name("scripted_main_ppo.py")
 
@@ -43,22 +43,10 @@ def model_dir(tmp_path_factory) -> Path:
     return write_tiny_model(tmp_path_factory.mktemp("model"))
 
 
-def job(model_dir: Path, run_dir: Path, **changes) -> VerlJob:
-    return VerlJob(
-        model_path=str(model_dir),
-        run_dir=run_dir,
-        experiment_name="resume-run",
-        num_cpus=4,
-        max_prompt_length=16384,
-        micro_batch_size_per_gpu=2,
-        **changes,
-    )
-
-
 @pytest.mark.filterwarnings("ignore:Disabled critic")
 @pytest.mark.parametrize("algo", ["grpo", "ppo"])
 def test_resume_overrides_pass_verl_validation(schema, model_dir, tmp_path, algo):
-    run = job(model_dir, tmp_path, save_every=25, keep_checkpoints=3)
+    run = tiny_job(model_dir, tmp_path, save_every=25, keep_checkpoints=3)
     run.layout.agent_loop_config.write_text("[]")  # no agent loop to import: only the trainer keys matter here
     cfg = validate_overrides(overrides(train_settings(schema, algo), run))
     trainer = cfg.trainer
@@ -164,9 +152,9 @@ def test_a_train_job_killed_twice_finishes_from_its_checkpoints_like_an_uninterr
     settings = train_settings(schema, "grpo") | {"updates": 10}
     options = {"save_every": 3, "keep_checkpoints": 2}
 
-    uninterrupted = train(settings, job(model_dir, tmp_path / "once", **options), *data, command=stand_in)
+    uninterrupted = train(settings, tiny_job(model_dir, tmp_path / "once", **options), *data, command=stand_in)
 
-    resumed = job(model_dir, tmp_path / "killed", **options)
+    resumed = tiny_job(model_dir, tmp_path / "killed", **options)
     monkeypatch.setenv("SCRIPTED_MAIN_PPO_KILL", "in_save:6")
     with pytest.raises(RunIncomplete, match="exited with -9; the newest complete checkpoint is step 3 of 10"):
         train(settings, resumed, *data, command=stand_in)

@@ -14,6 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from axisrl.backends.verl.config import VerlJob
 from axisrl.config import validate_config
 from axisrl.domains import mathcode, toolworld
 from axisrl.plan import backend_settings
@@ -147,3 +148,16 @@ def write_tiny_model(directory: Path) -> Path:
         architectures=["Qwen2ForCausalLM"],
     ).save_pretrained(directory)
     return directory
+
+
+def tiny_job(model_dir: Path, run_dir: Path, **changes: Any) -> VerlJob:
+    """A verl job on the tiny model, sized for a CPU test (``changes`` override any field)."""
+    fields = {
+        "model_path": str(model_dir),
+        "run_dir": run_dir,
+        "experiment_name": "test-run",
+        "num_cpus": 4,
+        "max_prompt_length": 16384,
+        "micro_batch_size_per_gpu": 2,
+    }
+    return VerlJob(**(fields | changes))
