@@ -1,11 +1,11 @@
 """Calibration of the headline intervals on simulated studies that look like the default study.
 
 Each study: an additive law with an irreducible floor (the other axes' terms at the centre), the
-default study's grids, centre and 4 seeds per point, 118 held-out T2 episodes per run, seed spread
-on ``ln L`` whose size differs by grid point, and a share of runs that do not take off
-(``planner.STATED_NOISE``, from the default study's ``noise`` frame: median seed SD of
-``ln L`` 0.17, 7 % of seeds at or below the take-off threshold, log design effects spread 0.33
-beyond what 4 seeds give by chance). Each nominal 95 % interval is checked against its pseudo-true
+default study's grids, centre, seeds per point and held-out T2 episodes per run (read off
+``config/config.yaml``), seed spread on ``ln L`` whose size differs by grid point, and a share of
+runs that do not take off (``planner.STATED_NOISE``, from the default study's ``noise`` frame:
+seed SD of ``ln L`` 0.10, 24 % of seeds at or below the take-off threshold, log seed SDs spread
+0.33 across points). Each nominal 95 % interval is checked against its pseudo-true
 value, the quantity the noise-free study would give over the same grid:
 
 * ``alpha``: the weighted log-log slope of ``-ln E[p]`` (seed-pooled success at infinite seeds),
@@ -24,16 +24,20 @@ import numpy as np
 import polars as pl
 import pytest
 
+from axisrl.config import load_config
 from axisrl.laws import Law, axis_ordering, fit_axes, simulate_study, success_trends
 from axisrl.laws.data import AXES, axis_sweep
 from axisrl.laws.intervals import slope_coefficients
 from axisrl.laws.simulate import DEFAULT_CENTRE, GAUSS_HERMITE
 from axisrl.planner import STATED_NOISE as NOISE
+from axisrl.planner import design_of
+from conftest import DEFAULT_CONFIG, SCHEMA_PATH
 
 LAW = Law(E=0.6, A={"d_env": 0.7, "d_task": 1.0, "d_traj": 0.5}, alpha={"d_env": 0.4, "d_task": 0.15, "d_traj": 0.25})
 """Success 0.12 to 0.3 over the sweeps, as in the default study; each sweep bends towards its floor."""
-SEEDS = (0, 1, 2, 3)
-T2_EPISODES = 118
+DESIGN = design_of(load_config(DEFAULT_CONFIG, schema_path=SCHEMA_PATH))
+SEEDS = tuple(range(DESIGN.seeds))
+T2_EPISODES = DESIGN.episodes
 PAIRS = list(itertools.combinations(AXES, 2))
 
 

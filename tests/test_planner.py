@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from dataclasses import replace
 
 import numpy as np
 import polars as pl
@@ -11,7 +12,7 @@ import pytest
 
 from axisrl.laws import Law, simulate_study, success_trends
 from axisrl.laws.noise import noise_frame
-from axisrl.laws.simulate import DEFAULT_CENTRE, DEFAULT_GRIDS, NoiseModel
+from axisrl.laws.simulate import DEFAULT_CENTRE, DEFAULT_GRIDS, NoiseModel, SweepNoise, expected_success
 from axisrl.planner import STATED_NOISE as NOISE
 from axisrl.planner import SweepDesign, candidates, from_noise_frame, measured_cpu_cost, predict
 from conftest import ROOT
@@ -20,32 +21,45 @@ LAW = Law(E=0.6, A={"d_env": 0.7, "d_task": 1.0, "d_traj": 0.5}, alpha={"d_env":
 DESIGN = SweepDesign(DEFAULT_GRIDS, DEFAULT_CENTRE, seeds=4, episodes=118)
 
 
-def _study(seed: int, seeds: int = 4) -> pl.DataFrame:
+UNEVEN = SweepNoise(NOISE, {"d_env": replace(NOISE, no_take_off=0.5)})
+"""A study whose one-environment end fails more often: the d_env sweep's seeds take off less."""
+
+
+def _study(seed: int, seeds: int = 4, noise: NoiseModel | SweepNoise = NOISE) -> pl.DataFrame:
     return simulate_study(
-        LAW, seeds=tuple(range(seeds)), n_tasks=3 * 118, noise=NOISE, seed=seed, with_episodes=False
+        LAW, seeds=tuple(range(seeds)), n_tasks=3 * 118, noise=noise, seed=seed, with_episodes=False
     ).runs
 
 
 def test_the_noise_model_read_from_a_noise_frame_is_the_simulated_one() -> None:
-    runs = pl.concat([_study(seed, seeds=12).with_columns(pl.col("seed") + 100 * seed) for seed in range(3)])
-    # a threshold between stuck runs (0.03) and trained ones (0.12 and up): the share below it is theirs
-    truth, model, episodes = from_noise_frame(noise_frame(runs, ["T2"], take_off=0.06), DEFAULT_CENTRE, 0.06, tier="T2")
+    runs = pl.concat(
+        [_study(seed, seeds=12, noise=UNEVEN).with_columns(pl.col("seed") + 100 * seed) for seed in range(3)]
+    )
+    # a threshold between stuck runs (0.05) and trained ones (0.12 and up): the share below it is theirs
+    truth, model, episodes = from_noise_frame(noise_frame(runs, ["T2"], take_off=0.08), DEFAULT_CENTRE, 0.08, tier="T2")
     assert episodes == 118
-    assert model.seed_sd == pytest.approx(NOISE.seed_sd, rel=0.35)
-    # trained runs that happen to fall under the threshold count too: at least the stuck share, not much more
-    assert NOISE.no_take_off - 0.02 <= model.no_take_off <= 2 * NOISE.no_take_off
-    assert truth.centre_loss == pytest.approx(float(-np.log(np.exp(-1.8))), rel=0.15)
+    for axis in ("d_task", "d_traj"):
+        # next to the bimodal part the seed SD is weakly identified: the widths it gives are what counts
+        assert model.sweeps[axis].seed_sd == pytest.approx(NOISE.seed_sd, abs=0.1)
+        # trained runs that happen to fall under the threshold count too: at least the stuck share, not much more
+        assert NOISE.no_take_off - 0.03 <= model.sweeps[axis].no_take_off <= NOISE.no_take_off + 0.06
+    assert model.sweeps["d_env"].no_take_off == pytest.approx(0.5, abs=0.06)
+    assert model.sweeps["d_env"].no_take_off > model.centre.no_take_off > model.sweeps["d_task"].no_take_off
+    # the centre's seed-pooled loss, stuck seeds included
+    pooled = expected_success(np.array([1.8]), np.array([NOISE.seed_sd]), NOISE.no_take_off, NOISE.untrained_success)
+    assert truth.centre_loss == pytest.approx(float(-np.log(pooled[0])), rel=0.15)
 
 
 def test_predicted_trend_half_widths_match_fresh_studies() -> None:
     """From a finished (simulated) pilot's noise frame, the planner predicts the trend intervals that
-    independent 4-seed studies then report, within 25 %. The pilot has 12 seeds: a 4-seed pilot's
-    own noise estimate is off by 10-25 % by chance."""
-    pilot = noise_frame(_study(0, seeds=12), ["T2"], take_off=0.1)
-    truth, model, episodes = from_noise_frame(pilot, DEFAULT_CENTRE, 0.1, tier="T2")
-    predicted = predict(SweepDesign(DEFAULT_GRIDS, DEFAULT_CENTRE, 4, episodes), truth, model, n_sims=60)
+    independent 6-seed studies then report, within 25 %, also for the sweep whose seeds take off
+    less often. The pilot has 12 seeds: a 6-seed pilot's own noise estimate is off by 10-25 % by
+    chance."""
+    pilot = noise_frame(_study(0, seeds=12, noise=UNEVEN), ["T2"], take_off=0.08)
+    truth, model, episodes = from_noise_frame(pilot, DEFAULT_CENTRE, 0.08, tier="T2")
+    predicted = predict(SweepDesign(DEFAULT_GRIDS, DEFAULT_CENTRE, 6, episodes), truth, model, n_sims=60)
     measured = (
-        pl.concat([success_trends(_study(seed), tier="T2") for seed in range(1, 41)])
+        pl.concat([success_trends(_study(seed, seeds=6, noise=UNEVEN), tier="T2") for seed in range(1, 41)])
         .group_by("axis")
         .agg(((pl.col("slope_hi") - pl.col("slope_lo")) / 2).mean().alias("measured"))
     )

@@ -234,9 +234,8 @@ def _power(
     grids = ", ".join(f"{axis} {min(v)}..{max(v)} ({len(v)} points)" for axis, v in design.grids.items())
     print(f"design: {design.seeds} seeds per point; {grids}; {design.episodes} T2 episodes per run; {design.runs} runs")
     print(
-        f"noise ({'from ' + noise if noise else 'stated: the default study'}): seed SD of ln L {model.seed_sd:.3f} "
-        f"(spread {model.seed_sd_spread} across points), {model.no_take_off:.1%} of runs do not take off "
-        f"(success {model.untrained_success:.3g}); truth: centre success {np.exp(-truth.centre_loss):.3f}, slopes "
+        f"noise ({'from ' + noise if noise else 'stated: the default study'}): {model.describe()}; "
+        f"truth: centre success {np.exp(-truth.centre_loss):.3f}, slopes "
         + ", ".join(f"{axis} {alpha:.3f}" for axis, alpha in truth.slopes().items())
         + f", {truth.offsets_kept:.0%} of the points' offsets about them kept as real"
     )

@@ -31,7 +31,7 @@ from axisrl.budget import visits_per_run
 from axisrl.laws.axis import axis_ordering, slope_intervals, success_trends
 from axisrl.laws.data import AXES, VALIDATION_TIER
 from axisrl.laws.noise import noise_frame
-from axisrl.laws.simulate import NoiseModel, run_success, simulate_study
+from axisrl.laws.simulate import NoiseModel, SweepNoise, run_success, simulate_study
 from axisrl.plan import spread
 
 TIER = "T2"
@@ -40,9 +40,10 @@ PLANNING_TIER = VALIDATION_TIER
 """The tier a finished study's noise is read from: the validation worlds, since a seed count chosen
 on the test tier's spread would be chosen on the test set (its worlds are drawn as T2's are)."""
 STATED_SEED_SD_SPREAD = 0.33
-"""Spread of the seed SD across points: 4 seeds cannot estimate it per study, so it is stated."""
-STATED_NOISE = NoiseModel(seed_sd=0.17, seed_sd_spread=STATED_SEED_SD_SPREAD, no_take_off=0.07, untrained_success=0.03)
-"""The default study's noise (its ``noise`` frame, T2): what the planner assumes without a frame."""
+"""Spread of the seed SD across points: a handful of seeds cannot estimate it per study, so it is stated."""
+STATED_NOISE = NoiseModel(seed_sd=0.10, seed_sd_spread=STATED_SEED_SD_SPREAD, no_take_off=0.24, untrained_success=0.05)
+"""The default study's noise, pooled over its sweeps (``from_noise_frame``'s centre model of its
+``noise`` frame, V tier, 6 seeds a point): what the planner assumes without a frame."""
 STATED_CENTRE_SUCCESS = 0.18
 STATED_ALPHA = 0.1
 QUANTITIES = ("alpha", "trend", "alpha_diff")
@@ -149,12 +150,15 @@ def _offsets_kept(lines: Sequence[_SweepLine]) -> float:
 
 def from_noise_frame(
     noise: pl.DataFrame, centre: Mapping[str, int], take_off: float, tier: str = PLANNING_TIER
-) -> tuple[Truth, NoiseModel, int]:
-    """The truth, noise model and episodes per run that a finished study's ``noise`` frame (its
-    ``tier`` rows) implies: each sweep's log-log line with the share of its points' offsets that is
-    real (``_offsets_kept``: a real trend interval is widened by them); the share of seeds that did
-    not take off, at half ``take_off``; and the seed SD of ``ln L`` that gives the measured seed
-    spread (``_matched_seed_sd``, at the tier's own episodes per run, so its binomial part is its own)."""
+) -> tuple[Truth, SweepNoise, int]:
+    """The truth, noise and episodes per run that a finished study's ``noise`` frame (its ``tier``
+    rows) implies: each sweep's log-log line with the share of its points' offsets that is real
+    (``_offsets_kept``: a real trend interval is widened by them), and a noise model per sweep
+    (``SweepNoise``: its seeds take off more or less often than another sweep's, and a sweep's trend
+    interval is as wide as its own runs' spread): the share of seeds that did not take off, at half
+    ``take_off``, and the seed SD of ``ln L`` that gives the measured seed spread
+    (``_matched_seed_sd``, at the tier's own episodes per run, so its binomial part is its own). The
+    centre's model pools every row; a sweep's is read off its points off the centre."""
     rows = noise.filter(pl.col("tier") == tier)
     if rows.is_empty():
         raise ValueError(
@@ -170,14 +174,25 @@ def from_noise_frame(
         axis: (sweeps[axis]["x"].to_numpy(), np.exp(line.line + kept * (line.log_loss - line.line)))
         for axis, line in lines.items()
     }
-    seeds = rows["n_seeds"].to_numpy()
-    no_take_off = float(1 - (rows["take_off_share"].to_numpy() * seeds).sum() / seeds.sum())
     episodes = episodes_per_run(rows)
     truth = Truth(curves, dict(centre), kept)
     grids = {axis: tuple(int(x) for x in sweep["x"]) for axis, sweep in sweeps.items()}
-    design = SweepDesign(grids, dict(centre), int(np.median(seeds)), episodes)
-    model = NoiseModel(0.0, STATED_SEED_SD_SPREAD, no_take_off, take_off / 2)
-    return truth, replace(model, seed_sd=_matched_seed_sd(design, truth, model, _excess(rows), take_off)), episodes
+    design = SweepDesign(grids, dict(centre), int(np.median(rows["n_seeds"].to_numpy())), episodes)
+    pooled = NoiseModel(0.0, STATED_SEED_SD_SPREAD, _no_take_off(rows), take_off / 2)
+    pooled = replace(pooled, seed_sd=_matched_seed_sd(design, truth, SweepNoise(pooled, {}), None, rows, take_off))
+    models = {}
+    for axis, sweep in sweeps.items():
+        off_centre = sweep.filter(pl.col("x") != centre[axis])
+        model = replace(pooled, seed_sd=0.0, no_take_off=_no_take_off(off_centre))
+        noise_of = SweepNoise(pooled, {axis: model})
+        models[axis] = replace(model, seed_sd=_matched_seed_sd(design, truth, noise_of, axis, off_centre, take_off))
+    return truth, SweepNoise(pooled, models), episodes
+
+
+def _no_take_off(rows: pl.DataFrame) -> float:
+    """The share of a noise frame's seeds (``rows``) that did not take off."""
+    seeds = rows["n_seeds"].to_numpy()
+    return float(1 - (rows["take_off_share"].to_numpy() * seeds).sum() / seeds.sum())
 
 
 def episodes_per_run(rows: pl.DataFrame) -> int:
@@ -194,19 +209,28 @@ MATCH_SIMS = 24
 """Simulated studies per step of ``_matched_seed_sd``'s search (the same seeds at every step)."""
 
 
-def _matched_seed_sd(design: SweepDesign, truth: Truth, model: NoiseModel, excess: float, take_off: float) -> float:
-    """The seed SD of ``ln L`` at which simulated studies of the finished study's design show its
-    measured excess variance (``_excess``) on average: the take-off share is read off the frame,
-    and the rest of the seeds' spread is matched by simulation, not by a delta method that a
+def _matched_seed_sd(
+    design: SweepDesign, truth: Truth, noise: SweepNoise, axis: str | None, rows: pl.DataFrame, take_off: float
+) -> float:
+    """The seed SD of ``ln L`` at which simulated studies of the finished study's design show the
+    measured excess variance (``_excess``) of its ``rows`` on average: the centre's model (``axis``
+    None, every row) or ``axis``'s (its points off the centre). The take-off share is read off the
+    frame, and the rest of the seeds' spread is matched by simulation, not by a delta method that a
     bimodal mixture breaks."""
+    excess = _excess(rows)
+
+    def with_sd(seed_sd: float) -> SweepNoise:
+        if axis is None:
+            return SweepNoise(replace(noise.centre, seed_sd=seed_sd), noise.sweeps)
+        return SweepNoise(noise.centre, {**noise.sweeps, axis: replace(noise.sweeps[axis], seed_sd=seed_sd)})
 
     def simulated(seed_sd: float) -> float:
-        noise = replace(model, seed_sd=seed_sd)
-        return float(
-            np.mean(
-                [_excess(noise_frame(_simulate(design, truth, noise, s), [TIER], take_off)) for s in range(MATCH_SIMS)]
-            )
-        )
+        frames = [
+            noise_frame(_simulate(design, truth, with_sd(seed_sd), s), [TIER], take_off) for s in range(MATCH_SIMS)
+        ]
+        if axis is not None:
+            frames = [f.filter(pl.col("axis") == axis, pl.col("x") != design.centre[axis]) for f in frames]
+        return float(np.mean([_excess(f) for f in frames]))
 
     if simulated(0.0) >= excess:
         return 0.0
@@ -216,7 +240,7 @@ def _matched_seed_sd(design: SweepDesign, truth: Truth, model: NoiseModel, exces
     return float(optimize.brentq(lambda sd: simulated(sd) - excess, 0.0, high, xtol=1e-3))
 
 
-def _simulate(design: SweepDesign, truth: Truth, noise: NoiseModel, seed: int) -> pl.DataFrame:
+def _simulate(design: SweepDesign, truth: Truth, noise: NoiseModel | SweepNoise, seed: int) -> pl.DataFrame:
     """One simulated study of ``design``: its runs, with T2 counts of ``design.episodes`` per run."""
     return simulate_study(
         truth.loss,
@@ -241,7 +265,9 @@ def stated_truth(design: SweepDesign) -> Truth:
     return Truth(curves, dict(design.centre))
 
 
-def predict(design: SweepDesign, truth: Truth, noise: NoiseModel, n_sims: int = 200, seed: int = 0) -> pl.DataFrame:
+def predict(
+    design: SweepDesign, truth: Truth, noise: NoiseModel | SweepNoise, n_sims: int = 200, seed: int = 0
+) -> pl.DataFrame:
     """Per headline quantity (``quantity``, ``name``): the expected 95 % half-width over ``n_sims``
     simulated studies of ``design``, its Monte Carlo SE, the 10 % and 90 % quantiles of a single
     study's half-width (one study's interval varies with its seeds' own spread), and ``p_decides``,
@@ -304,7 +330,8 @@ def _kappa_interval(
     law_loss = np.repeat(losses, seeds)
     point_factor = np.exp(noise.seed_sd_spread * rng.standard_normal(len(losses)))
     shocks = rng.standard_normal(len(law_loss))
-    p_run = run_success(law_loss, np.repeat(noise.seed_sd * point_factor, seeds), shocks, noise, rng)
+    run_sd = np.repeat(noise.seed_sd * point_factor, seeds)
+    p_run = run_success(law_loss, run_sd, shocks, noise.no_take_off, noise.untrained_success, rng)
     runs = pl.DataFrame(
         {
             axis: np.repeat(np.append(amount * multiples, amount), seeds),
@@ -325,7 +352,7 @@ def _kappa_interval(
 def predict_kappa(
     study: Mapping[str, Any],
     truth: Truth,
-    noise: NoiseModel,
+    noise: NoiseModel | SweepNoise,
     episodes: int,
     *,
     kappa: float = 1.0,
@@ -336,8 +363,9 @@ def predict_kappa(
     """Kappa at ``r = 1`` of each axis's representative method (``pricing.tables.REPRESENTATIVES``)
     at the mixtures family's first real amount, by simulating its real-only runs (1x and the
     ``real_multiples``) and its ``r = 1`` mixture under ``noise`` and pricing each simulated study as
-    the pricing stage does (``n_boot`` resamples). The truth: the sweeps' product law at the real
-    designs, and a mixture worth ``kappa`` real units per synthetic one."""
+    the pricing stage does (``n_boot`` resamples), with the centre's noise (its designs are off the
+    sweeps). The truth: the sweeps' product law at the real designs, and a mixture worth ``kappa``
+    real units per synthetic one."""
     from axisrl.plan import pricing_points
     from axisrl.pricing.tables import REPRESENTATIVES
 
@@ -353,7 +381,9 @@ def predict_kappa(
         exponent = float(-np.polyfit(np.log(multiples), np.log(losses), 1)[0])
         with_mixture = np.append(losses, losses[multiples == 1][0] * (1 + kappa) ** -exponent)
         intervals = [
-            _kappa_interval(axis, amount, multiples, with_mixture, len(study["seeds"]), episodes, noise, n_boot, s)
+            _kappa_interval(
+                axis, amount, multiples, with_mixture, len(study["seeds"]), episodes, noise.of(None), n_boot, s
+            )
             for s in range(seed, seed + n_sims)
         ]
         widths = np.array([(hi - lo) / 2 for lo, hi in filter(None, intervals)] or [np.nan])
@@ -434,7 +464,7 @@ def candidates(design: SweepDesign, seeds: Sequence[int]) -> list[SweepDesign]:
 def search(
     design: SweepDesign,
     truth: Truth,
-    noise: NoiseModel,
+    noise: NoiseModel | SweepNoise,
     cost: RunCost,
     seeds: Sequence[int] = (2, 3, 4, 6, 8),
     n_sims: int = 30,
@@ -462,7 +492,7 @@ class Plan(NamedTuple):
     half-widths, the design's cost, and (with targets or a budget) the searched designs."""
 
     design: SweepDesign
-    noise: NoiseModel
+    noise: NoiseModel | SweepNoise
     truth: Truth
     predicted: pl.DataFrame
     kappa: pl.DataFrame | None

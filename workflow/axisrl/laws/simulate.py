@@ -49,29 +49,66 @@ class NoiseModel:
     no_take_off: float = 0.0
     untrained_success: float = 0.02
 
+    def of(self, off_centre: str | None) -> NoiseModel:
+        """The model of a point off the centre along ``off_centre`` (None: the centre or off it in two
+        axes): one model for every point."""
+        return self
+
+    def describe(self) -> str:
+        return (
+            f"seed SD of ln L {self.seed_sd:.3f} (spread {self.seed_sd_spread} across points), "
+            f"{self.no_take_off:.1%} of runs do not take off (success {self.untrained_success:.3g})"
+        )
+
+
+@dataclass(frozen=True)
+class SweepNoise:
+    """Noise that differs by sweep: ``sweeps[axis]`` for the points off the centre along ``axis``,
+    ``centre`` for the centre, the interaction's points and any axis without a model of its own.
+    A sweep's seeds can take off more or less often than another's (one environment is not 32)."""
+
+    centre: NoiseModel
+    sweeps: Mapping[str, NoiseModel]
+
+    def of(self, off_centre: str | None) -> NoiseModel:
+        return self.sweeps.get(off_centre, self.centre) if off_centre is not None else self.centre
+
+    def describe(self) -> str:
+        return "; ".join(
+            [f"centre: {self.centre.describe()}", *(f"{axis}: {m.describe()}" for axis, m in self.sweeps.items())]
+        )
+
 
 GAUSS_HERMITE = np.polynomial.hermite_e.hermegauss(40)
 """Nodes and weights of the seed-noise expectation (probabilists' Hermite: weight ``exp(-z^2/2)``)."""
 
 
-def expected_success(loss: np.ndarray, seed_sd: np.ndarray, noise: NoiseModel) -> np.ndarray:
-    """A run's expected held-out success at law loss ``loss`` and seed spread ``seed_sd``."""
+def expected_success(
+    loss: np.ndarray, seed_sd: np.ndarray, no_take_off: np.ndarray, untrained_success: np.ndarray
+) -> np.ndarray:
+    """A run's expected held-out success at law loss ``loss``, seed spread ``seed_sd`` and its
+    model's take-off (``NoiseModel``), elementwise."""
     nodes, weights = GAUSS_HERMITE
     trained = np.exp(-loss[:, None] * np.exp(seed_sd[:, None] * nodes[None])) @ weights / weights.sum()
-    return (1 - noise.no_take_off) * trained + noise.no_take_off * noise.untrained_success
+    return (1 - no_take_off) * trained + no_take_off * untrained_success
 
 
 EPISODE_SCHEMA = {"run_key": pl.String, "task_id": pl.String, "tier": pl.String, "success": pl.Boolean}
 
 
 def run_success(
-    law_loss: np.ndarray, run_sd: np.ndarray, shocks: np.ndarray, noise: NoiseModel, rng: np.random.Generator
+    law_loss: np.ndarray,
+    run_sd: np.ndarray,
+    shocks: np.ndarray,
+    no_take_off: np.ndarray | float,
+    untrained_success: np.ndarray | float,
+    rng: np.random.Generator,
 ) -> np.ndarray:
     """Each run's success probability: ``exp(-L e^(sd z))`` for its seed shock ``z``, or
-    ``untrained_success`` for a run that does not take off (drawn from ``rng`` when the model has them)."""
+    ``untrained_success`` for a run that does not take off (drawn from ``rng`` when any run can)."""
     p_run = np.exp(-law_loss * np.exp(run_sd * shocks))
-    if noise.no_take_off:
-        p_run = np.where(rng.random(len(p_run)) < noise.no_take_off, noise.untrained_success, p_run)
+    if np.any(no_take_off):
+        p_run = np.where(rng.random(len(p_run)) < no_take_off, untrained_success, p_run)
     return p_run
 
 
@@ -107,6 +144,12 @@ def _designs(
     return merged
 
 
+def _off_centre(design: Design, centre: Mapping[str, int]) -> str | None:
+    """The one axis ``design`` leaves the centre along, None at the centre or off it in two."""
+    off = [axis for axis, value in centre.items() if getattr(design, axis) != value]
+    return off[0] if len(off) == 1 else None
+
+
 def simulate_study(
     law: Law | Callable[[pl.DataFrame], np.ndarray],
     *,
@@ -116,7 +159,7 @@ def simulate_study(
     interaction: Mapping[str, Sequence[int]] | None = None,
     seeds: Sequence[int] = (0, 1, 2),
     n_tasks: int = 256,
-    noise: NoiseModel = NoiseModel(),
+    noise: NoiseModel | SweepNoise = NoiseModel(),
     seed: int = 0,
     with_episodes: bool = True,
 ) -> SimulatedStudy:
@@ -124,7 +167,8 @@ def simulate_study(
 
     ``law`` is a ``Law`` or any function from design rows to ``L`` (e.g. a product of powers, whose
     one-axis sweeps are exact power laws).
-    ``noise`` says how seeds differ (default: binomial noise only). Tasks are split round-robin into
+    ``noise`` says how seeds differ (default: binomial noise only), the same at every point or by
+    sweep (``SweepNoise``). Tasks are split round-robin into
     tiers T0, T1, T2; "all" pools them. ``with_episodes=False`` draws each tier's successes as one
     binomial count per run and returns no episodes (a power planner's thousands of studies).
     """
@@ -145,12 +189,22 @@ def simulate_study(
     runs = pl.DataFrame(rows)
     law_loss = predict_loss(law, runs) if isinstance(law, Law) else law(runs)
     shocks = rng.standard_normal(runs.height)
-    point_sd = dict.fromkeys(designs, noise.seed_sd)
-    if noise.seed_sd_spread:
-        spread = np.exp(noise.seed_sd_spread * rng.standard_normal(len(designs)))
-        point_sd = {key: noise.seed_sd * factor for key, factor in zip(designs, spread, strict=True)}
+    model = {key: noise.of(_off_centre(design, centre)) for key, (design, _) in designs.items()}
+    point_sd = {key: m.seed_sd for key, m in model.items()}
+    spreads = np.array([m.seed_sd_spread for m in model.values()])
+    if spreads.any():
+        spread = np.exp(spreads * rng.standard_normal(len(designs)))
+        point_sd = {key: sd * factor for (key, sd), factor in zip(point_sd.items(), spread, strict=True)}
     run_sd = np.array([point_sd[key] for key in runs["point_key"]])
-    p_run = run_success(law_loss, run_sd, shocks, noise, rng)
+    run_model = [model[key] for key in runs["point_key"]]
+    p_run = run_success(
+        law_loss,
+        run_sd,
+        shocks,
+        np.array([m.no_take_off for m in run_model]),
+        np.array([m.untrained_success for m in run_model]),
+        rng,
+    )
     tier_of_task = np.array(TIERS[:3])[np.arange(n_tasks) % 3]
     if with_episodes:
         success = rng.random((runs.height, n_tasks)) < p_run[:, None]
@@ -192,9 +246,15 @@ def simulate_study(
     points = pl.DataFrame([{"point_key": key, **asdict(design)} for key, (design, _) in designs.items()])
     point_loss = predict_loss(law, points) if isinstance(law, Law) else law(points)
     point_seed_sd = np.array([point_sd[key] for key in points["point_key"]])
+    point_model = [model[key] for key in points["point_key"]]
     points = points.with_columns(
         loss=point_loss,
         seed_sd=point_seed_sd,
-        expected_success=expected_success(point_loss, point_seed_sd, noise),
+        expected_success=expected_success(
+            point_loss,
+            point_seed_sd,
+            np.array([m.no_take_off for m in point_model]),
+            np.array([m.untrained_success for m in point_model]),
+        ),
     )
     return SimulatedStudy(runs, episodes, points)
