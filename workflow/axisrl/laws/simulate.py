@@ -1,10 +1,11 @@
 """Studies simulated from a known law, so that the fits can be checked against the truth.
 
 Each run's success probability is ``exp(-L)`` of the law at its design, with the noise real studies
-show (``NoiseModel``): multiplicative between-seed noise on ``L`` whose size differs by grid point,
-and a share of runs that do not take off. Each held-out task is an independent Bernoulli draw.
-Runs get the columns of the ``collect`` stage, episodes the per-task rows of ``evaluate``, and
-``points`` each grid point's expected pooled success, the truth the fits estimate.
+show (``NoiseModel``, or one per sweep: ``SweepNoise``): multiplicative between-seed noise on ``L``
+whose size differs by grid point, and a share of runs that do not take off. Each held-out task is
+an independent Bernoulli draw. Runs get the columns of the ``collect`` stage, episodes the per-task
+rows of ``evaluate``, and ``points`` each grid point's expected pooled success, the truth the fits
+estimate.
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ class NoiseModel:
         return self
 
     def describe(self) -> str:
+        """One line for a printout."""
         return (
             f"seed SD of ln L {self.seed_sd:.3f} (spread {self.seed_sd_spread} across points), "
             f"{self.no_take_off:.1%} of runs do not take off (success {self.untrained_success:.3g})"
@@ -168,9 +170,9 @@ def simulate_study(
     ``law`` is a ``Law`` or any function from design rows to ``L`` (e.g. a product of powers, whose
     one-axis sweeps are exact power laws).
     ``noise`` says how seeds differ (default: binomial noise only), the same at every point or by
-    sweep (``SweepNoise``). Tasks are split round-robin into
-    tiers T0, T1, T2; "all" pools them. ``with_episodes=False`` draws each tier's successes as one
-    binomial count per run and returns no episodes (a power planner's thousands of studies).
+    sweep (``SweepNoise``). Tasks are split round-robin into tiers T0, T1, T2; "all" pools them.
+    ``with_episodes=False`` draws each tier's successes as one binomial count per run and returns no
+    episodes (a power planner's thousands of studies).
     """
     rng = np.random.default_rng(seed)
     designs = _designs(grids, centre, width, interaction)
