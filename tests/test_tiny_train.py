@@ -15,7 +15,7 @@ from axisrl.backends.tiny import algos
 from axisrl.backends.tiny.fast_torch import Adam
 from axisrl.backends.tiny.features import EpisodeFeatures, collate, collate_episodes
 from axisrl.backends.tiny.policy import ToolPointer
-from axisrl.backends.tiny.rollout import Episode, Node, Specs, call_key, rollout
+from axisrl.backends.tiny.rollout import Diverged, Episode, Node, Specs, call_key, rollout
 from axisrl.backends.tiny.synthetic import TaskSampler
 from axisrl.backends.tiny.view import CompactEpisode
 from axisrl.backends.tiny.vocab import PRIMITIVES
@@ -381,7 +381,7 @@ def test_adam_matches_torch_optim_fused_adam_bit_for_bit():
 
 def test_an_update_that_raises_is_recorded_as_failed_with_its_error(pool, monkeypatch):
     calls = {"n": 0}
-    real_rollout = train_module.rollout
+    real_rollout = train_module.rollout_seeds
 
     def flaky_rollout(*args, **kwargs):
         calls["n"] += 1
@@ -389,11 +389,41 @@ def test_an_update_that_raises_is_recorded_as_failed_with_its_error(pool, monkey
             raise RuntimeError("environment server went away")
         return real_rollout(*args, **kwargs)
 
-    monkeypatch.setattr(train_module, "rollout", flaky_rollout)
+    monkeypatch.setattr(train_module, "rollout_seeds", flaky_rollout)
     result = tiny.train(pool.envs, pool.tasks, quick(updates=8), seed=0)
     assert result.status == "failed" and len(result.metrics) == 3
     assert result.error == "RuntimeError: environment server went away"
     assert tiny.train(pool.envs, pool.tasks, quick(updates=2), seed=0).error is None
+
+
+def test_seeds_in_lockstep_train_as_each_seed_alone_and_one_that_fails_stops_alone(pool, monkeypatch):
+    """``train_seeds`` plays every seed's rollouts in one forward per step: each seed's run stays
+    bit for bit its run alone (parameters, metrics, compute), under a FLOP cap that ends the seeds
+    at different updates too; a seed whose loss turns non-finite fails while the others go on."""
+    settings = quick(updates=10, max_flops=2.5e7)
+    alone = [tiny.train(pool.envs, pool.tasks, settings, seed=seed) for seed in (3, 4, 5)]
+    together = tiny.train_seeds(pool.envs, pool.tasks, settings, [3, 4, 5])
+    assert [r.param_hash for r in together] == [r.param_hash for r in alone]
+    assert [r.metrics for r in together] == [r.metrics for r in alone]
+    assert [r.compute for r in together] == [r.compute for r in alone]
+    assert len({len(r.metrics) for r in alone}) > 1  # the cap ended them at different updates
+
+    real_rule, calls = updates_module.UPDATES["grpo"], {}
+
+    def diverge_on_the_second_seeds_third_update(u):
+        calls.setdefault(id(u.policy), []).append(None)
+        seed_order = list(calls).index(id(u.policy))
+        if seed_order == 1 and len(calls[id(u.policy)]) == 3:
+            raise Diverged("non-finite loss")
+        return real_rule(u)
+
+    monkeypatch.setitem(updates_module.UPDATES, "grpo", diverge_on_the_second_seeds_third_update)
+    runs = tiny.train_seeds(pool.envs, pool.tasks, quick(updates=4), [3, 4, 5])
+    assert [r.status for r in runs] == ["ok", "failed", "ok"]
+    assert runs[1].error == "Diverged: non-finite loss" and len(runs[1].metrics) == 2
+    assert len(runs[0].metrics) == len(runs[2].metrics) == 4
+    monkeypatch.setitem(updates_module.UPDATES, "grpo", real_rule)
+    assert runs[2].param_hash == tiny.train(pool.envs, pool.tasks, quick(updates=4), seed=5).param_hash
 
 
 @pytest.mark.parametrize("loss_agg_mode", algos.LOSS_AGG_MODES)

@@ -23,8 +23,7 @@ log = logging.getLogger("axisrl")
 def train(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, str], outputs: Mapping[str, str]) -> None:
     """Train every seed of one grid point and evaluate each on the held-out pool."""
     limit_threads(1)
-    from axisrl.backends.tiny import HeldoutStarts, TrainSettings, checkpoint, evaluate, policy_of, save_checkpoints
-    from axisrl.backends.tiny import train as train_policy
+    from axisrl.backends.tiny import TrainSettings, checkpoint, evaluate_seeds, policy_of, save_checkpoints, train_seeds
     from axisrl.datasets import select_training_data
 
     design = settings["design"]
@@ -46,19 +45,19 @@ def train(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, str
     planned = {key: budget[key] for key in ("budget_visits", "budget_rollouts", "max_rollout_steps", "max_flops")}
     horizon = float(np.mean([json.loads(spec)["max_steps"] for spec in envs["spec"]]))
     effective = effective_d_task(tasks)
-    evaluate_seed = settings["evaluate"]["seed"]
-    metrics, runs, episodes, checkpoints = [], [], [], {}
-    starts = HeldoutStarts(heldout_envs, heldout_tasks, evaluate_seed, backend.leak_primitive_role)
-    for seed, run in zip(settings["seeds"], settings["run_keys"]):
-        log.info("train %s seed %d: %d envs, %d tasks", run, seed, envs.height, tasks.height)
-        result = train_policy(
-            envs.to_dicts(),
-            tasks.to_dicts(),
-            backend,
-            seed,
-            synthetic=synthetic,
-            progress=lambda row: log.info("update %(update)d reward %(reward_mean).3f", row),
-        )
+    seeds, run_of = settings["seeds"], dict(zip(settings["seeds"], settings["run_keys"]))
+    log.info("train %s seeds %s in lockstep: %d envs, %d tasks", settings["run_keys"], seeds, envs.height, tasks.height)
+    results = train_seeds(
+        envs.to_dicts(),
+        tasks.to_dicts(),
+        backend,
+        seeds,
+        synthetic=synthetic,
+        progress=lambda seed, row: log.info("seed %d update %d reward %.3f", seed, row["update"], row["reward_mean"]),
+    )
+    metrics, runs, checkpoints = [], [], {}
+    for seed, result in zip(seeds, results):
+        run = run_of[seed]
         tail = result.metrics[-max(1, len(result.metrics) // 5) :]
         metrics += [{"run_key": run, "seed": seed, **row} for row in result.metrics]
         if result.error is not None:
@@ -80,10 +79,17 @@ def train(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, str
             }
         )
         checkpoints[seed] = checkpoint(result)
-        rows = evaluate(policy_of(checkpoints[seed]), heldout_envs, heldout_tasks, evaluate_seed, starts=starts)
-        episodes += [{"run_key": run, "seed": seed, **row} for row in rows]
+    evaluated = evaluate_seeds(
+        [policy_of(checkpoints[seed]) for seed in seeds], heldout_envs, heldout_tasks, settings["evaluate"]["seed"]
+    )
+    episodes = []
+    for seed, rows in zip(seeds, evaluated):
+        episodes += [{"run_key": run_of[seed], "seed": seed, **row} for row in rows]
         log.info(
-            "evaluate %s: %d held-out episodes, success %.3f", run, len(rows), np.mean([r["success"] for r in rows])
+            "evaluate %s: %d held-out episodes, success %.3f",
+            run_of[seed],
+            len(rows),
+            np.mean([r["success"] for r in rows]),
         )
     save_checkpoints(checkpoints, outputs["policies"])
     write_artifact(pl.DataFrame(metrics, infer_schema_length=None), outputs["metrics"], spec)

@@ -17,14 +17,15 @@ from typing import Any
 
 import numpy as np
 
-from axisrl.backends.tiny.policy import ToolPointer
-from axisrl.backends.tiny.rollout import Episode, Specs, no_cyclic_gc, rollout
+from axisrl.backends.tiny.policy import PolicyStack, ToolPointer
+from axisrl.backends.tiny.rollout import Diverged, Episode, Specs, no_cyclic_gc, rollout, rollout_seeds
 from axisrl.domains.toolworld.canon import canonical_json
 
 EVAL_CHUNK_ACTIVATIONS = 256 * 64
-"""Episodes x policy width rolled out together: a lockstep batch's activations grow with both, so
-this bounds its memory (the default held-out pool at width 64 in one batch; a width-256 policy
-in batches of 64 episodes; bench/README.md has what one large batch held)."""
+"""Episodes x policy width rolled out together per policy: a lockstep batch's activations grow
+with both, so this bounds its memory (256 episodes at width 64; a width-256 policy in batches of
+64 episodes; bench/README.md has what one large batch held). ``evaluate_seeds`` plays this many
+per seed, so that each seed's forwards have the shapes they have alone."""
 
 
 def _episode_seeds(tasks: Sequence[Mapping[str, Any]], seed: int) -> list[int]:
@@ -70,22 +71,69 @@ def evaluate(
     already started (``HeldoutStarts``), to evaluate several policies on them. ``first_primitive``:
     each record also has ``first_primitive``, the primitive of the episode's first call
     (``Episode.first_primitive``), read after the episode ended; nothing else changes."""
-    if starts is None:
-        starts = HeldoutStarts(envs, tasks, seed, policy.leak_primitive_role)
-    elif starts.made_for != (seed, policy.leak_primitive_role, [task["task_id"] for task in tasks]):
-        raise ValueError("held-out starts were made for other tasks, another seed or another leak_primitive_role")
-    action_rng = None if greedy else np.random.default_rng([seed, 1])
+    if greedy:
+        return evaluate_seeds([policy], envs, tasks, seed, starts, first_primitive)[0]
+    starts = _starts_for(policy, envs, tasks, seed, starts)
+    action_rng = np.random.default_rng([seed, 1])
     policy.eval()
     records = []
     with no_cyclic_gc():
-        chunk = max(1, EVAL_CHUNK_ACTIVATIONS // policy.width)
-        for start in range(0, len(tasks), chunk):
-            episodes = starts.fork(start, start + chunk)
+        for start in range(0, len(tasks), _chunk(policy)):
+            episodes = starts.fork(start, start + _chunk(policy))
             rollout(policy, episodes, action_rng)
-            for episode in episodes:
-                record = episode.record()
-                records.append({**record, "first_primitive": episode.first_primitive()} if first_primitive else record)
+            records += _records(episodes, first_primitive)
     return records
+
+
+def evaluate_seeds(
+    policies: Sequence[ToolPointer],
+    envs: Sequence[Mapping[str, Any]],
+    tasks: Sequence[Mapping[str, Any]],
+    seed: int,
+    starts: HeldoutStarts | None = None,
+    first_primitive: bool = False,
+) -> list[list[dict[str, Any]]]:
+    """Greedy ``evaluate`` of several policies (a job's seeds) at once, in lockstep
+    (``rollout_seeds``): each policy's records are those ``evaluate`` gives it alone, bit for bit
+    (each plays the same chunks of tasks as alone, so every forward has its own shapes)."""
+    starts = _starts_for(policies[0], envs, tasks, seed, starts)
+    stack = PolicyStack([policy.eval() for policy in policies])
+    records: list[list[dict[str, Any]]] = [[] for _ in policies]
+    chunk = _chunk(policies[0])
+    with no_cyclic_gc():
+        for start in range(0, len(tasks), chunk):
+            episodes = [starts.fork(start, start + chunk) for _ in policies]
+            for stats in rollout_seeds(stack, episodes, [None] * len(policies), [None] * len(policies)):
+                if stats.diverged:
+                    raise Diverged("non-finite candidate scores in evaluation")
+            for seed_records, seed_episodes in zip(records, episodes):
+                seed_records += _records(seed_episodes, first_primitive)
+    return records
+
+
+def _chunk(policy: ToolPointer) -> int:
+    return max(1, EVAL_CHUNK_ACTIVATIONS // policy.width)
+
+
+def _starts_for(
+    policy: ToolPointer,
+    envs: Sequence[Mapping[str, Any]],
+    tasks: Sequence[Mapping[str, Any]],
+    seed: int,
+    starts: HeldoutStarts | None,
+) -> HeldoutStarts:
+    if starts is None:
+        return HeldoutStarts(envs, tasks, seed, policy.leak_primitive_role)
+    if starts.made_for != (seed, policy.leak_primitive_role, [task["task_id"] for task in tasks]):
+        raise ValueError("held-out starts were made for other tasks, another seed or another leak_primitive_role")
+    return starts
+
+
+def _records(episodes: Sequence[Episode], first_primitive: bool) -> list[dict[str, Any]]:
+    return [
+        {**episode.record(), "first_primitive": episode.first_primitive()} if first_primitive else episode.record()
+        for episode in episodes
+    ]
 
 
 class Memoriser:

@@ -23,8 +23,8 @@ import numpy as np
 import torch
 
 from axisrl.backends.tiny.encoding import Decision, EpisodeFeatures
-from axisrl.backends.tiny.features import collate, collate_episodes
-from axisrl.backends.tiny.policy import ToolPointer, segment_entropy, segment_log_softmax
+from axisrl.backends.tiny.features import Batch, collate, collate_episodes
+from axisrl.backends.tiny.policy import PolicyStack, ToolPointer, segment_entropy, segment_log_softmax
 from axisrl.backends.tiny.view import CompactEpisode
 from axisrl.domains.toolworld import ToolworldEnv
 from axisrl.domains.toolworld.canon import canonical_json
@@ -247,6 +247,8 @@ class RolloutStats:
     """Wall time of the whole rollout. The ``*_seconds`` are measured cost drivers, never compute."""
     unmatched_steps: int = 0
     """Scripted calls that no candidate plays (each ends its replay, truncated)."""
+    diverged: bool = False
+    """The policy's scores turned non-finite, and the rollout stopped there."""
 
 
 def distinct(items: Sequence[Any]) -> tuple[list[Any], np.ndarray]:
@@ -337,68 +339,164 @@ def rollout(
     Episodes that share a node (``Episode.group``) are scored once per decision point they share.
     With ``scripts`` (a list of calls per episode) every episode is teacher-forced instead: it
     takes the candidate that plays its script's next call (``call_key``), scored and recorded like
-    a sampled action, and ends truncated when its script runs out or no candidate plays the call."""
-    stats = RolloutStats()
-    start_flops = policy.flops
+    a sampled action, and ends truncated when its script runs out or no candidate plays the call.
+    Non-finite scores raise ``Diverged``."""
+    stats = _lockstep(policy, [episodes], [rng], [step_budget], None if scripts is None else [scripts])[0]
+    if stats.diverged:
+        raise Diverged("non-finite candidate scores")
+    return stats
+
+
+def rollout_seeds(
+    stack: PolicyStack,
+    episodes: Sequence[Sequence[Episode]],
+    rngs: Sequence[np.random.Generator | None],
+    step_budgets: Sequence[int | None],
+) -> list[RolloutStats]:
+    """``rollout`` for every seed of a ``PolicyStack`` at once: seed s plays ``episodes[s]`` with its
+    own policy, generator and step budget, and every step of every seed is scored in one forward.
+    Each seed's episodes and stats are bit for bit those of ``rollout`` with its policy alone. A
+    seed whose scores turn non-finite stops there with ``diverged`` set; the others play on. The
+    shared costs (the forwards' and the whole rollout's wall time) are split evenly among the seeds."""
+    return _lockstep(stack if stack.n_seeds > 1 else stack.policies[0], episodes, rngs, step_budgets, None)
+
+
+def _lockstep(
+    scorer: ToolPointer | PolicyStack,
+    episodes: Sequence[Sequence[Episode]],
+    rngs: Sequence[np.random.Generator | None],
+    step_budgets: Sequence[int | None],
+    scripts: Sequence[Sequence[Sequence[Any]]] | None,
+) -> list[RolloutStats]:
+    """The loop behind ``rollout`` (one policy, ``episodes`` a list of one) and ``rollout_seeds``:
+    per seed its episodes, generator, step budget and stats; one batch and one forward per step."""
+    n_seeds = len(episodes)
+    stacked = isinstance(scorer, PolicyStack)
+    stats = [RolloutStats() for _ in range(n_seeds)]
+    start_flops = list(scorer.flops) if stacked else [scorer.flops]
     started = time.perf_counter()
     with torch.inference_mode():  # no_grad's result, with less bookkeeping per op: nothing here is trained on
-        roots, _ = distinct([e.node for e in episodes])
+        roots, root_of = distinct([e.node for seed_episodes in episodes for e in seed_episodes])
         for r, root in enumerate(roots):
             root.row = r
-        batch_of_episodes = collate_episodes([root.features for root in roots])
-        encoded = policy.encode_episodes(batch_of_episodes)
-        live = [k for k, e in enumerate(episodes) if not e.done]
-        while live:
-            if scripts is not None:
-                forced = _scripted_actions(episodes, live, scripts, stats)
-                live = [k for k in live if k in forced]
-                if not live:
-                    break
-            if step_budget is not None and stats.env_steps + len(live) > step_budget:
-                for k in live[step_budget - stats.env_steps :]:
-                    episodes[k].node = episodes[k].node.fork()
-                    episodes[k].node.finish(truncated=True, costs=stats)
-                live = live[: step_budget - stats.env_steps]
-                if not live:
-                    break
-            nodes, node_of = distinct([episodes[k].node for k in live])
+        root_seed = None
+        if stacked:  # a seed's episodes never share a node with another seed's
+            root_seed = np.zeros(len(roots), dtype=np.int64)
+            root_seed[root_of] = np.repeat(np.arange(n_seeds), [len(seed_episodes) for seed_episodes in episodes])
+        batch_of_episodes = collate_episodes([root.features for root in roots], root_seed, n_seeds)
+        encoded = scorer.encode_episodes(batch_of_episodes)
+        live = [[k for k, e in enumerate(seed_episodes) if not e.done] for seed_episodes in episodes]
+        while any(live):
+            forced: list[dict[int, int]] = [{}] * n_seeds
+            for s in range(n_seeds):
+                live[s], forced[s] = _live_within(
+                    episodes[s], live[s], stats[s], step_budgets[s], None if scripts is None else scripts[s]
+                )
+            if not any(live):
+                break
+            nodes, node_of = distinct([episodes[s][k].node for s in range(n_seeds) for k in live[s]])
             decisions = [node.features.decision() for node in nodes]
             batch = collate(batch_of_episodes, decisions, [node.row for node in nodes])
             forward_started = time.perf_counter()
-            logits, values = policy(batch, encoded)
-            stats.policy_seconds += time.perf_counter() - forward_started
-            if not torch.isfinite(logits).all():
-                raise Diverged("non-finite candidate scores")
-            log_probs = segment_log_softmax(logits, batch.cand_decision, len(nodes))
-            entropy = segment_entropy(log_probs, batch.cand_decision, len(nodes)).numpy()
-            stats.entropy_sum += float(entropy[node_of].sum())
-            log_probs = log_probs.numpy().astype(np.float64)
-            starts = batch.cand_start[node_of]
-            if scripts is not None:
-                actions = np.array([forced[k] for k in live], dtype=np.int64)
-            elif rng is None:
-                actions = choose(log_probs, batch.cand_start, batch.cand_count, None)[node_of]
-            else:
-                actions = choose(log_probs, starts, batch.cand_count[node_of], rng.random(len(live)))
+            logits, values = scorer(batch, encoded)
+            policy_seconds = time.perf_counter() - forward_started
             node_values = None if values is None else values.tolist()
-            for k, node, u, action, log_prob in zip(
-                live,
-                _step_nodes(nodes, node_of, actions, stats),
-                node_of.tolist(),
-                actions.tolist(),
-                log_probs[starts + actions].tolist(),
-            ):
-                episode = episodes[k]
-                episode.decisions.append(decisions[u])
-                episode.actions.append(action)
-                episode.log_probs.append(log_prob)
-                if node_values is not None:
-                    episode.values.append(node_values[u])
-                episode.node = node
-            stats.env_steps += len(live)
-            stats.decisions += len(live)
-            stats.scored_decisions += len(nodes)
-            live = [k for k in live if not episodes[k].done]
-    stats.flops = policy.flops - start_flops
-    stats.seconds = time.perf_counter() - started
+            first_node, first_live = 0, 0
+            for s in range(n_seeds):
+                n_live = len(live[s])
+                if not n_live:
+                    continue
+                stats[s].policy_seconds += policy_seconds / sum(map(bool, live))
+                seed_node_of = node_of[first_live : first_live + n_live] - first_node
+                n_nodes = int(seed_node_of.max()) + 1
+                actions, log_probs = _choose(
+                    logits, batch, first_node, n_nodes, seed_node_of, rngs[s], forced[s], live[s], stats[s]
+                )
+                if actions is None:  # non-finite scores: this seed stops here
+                    live[s] = []
+                else:
+                    seed_nodes = nodes[first_node : first_node + n_nodes]
+                    stepped = _step_nodes(seed_nodes, seed_node_of, actions, stats[s])
+                    for k, node, u, action, log_prob in zip(
+                        live[s], stepped, seed_node_of.tolist(), actions.tolist(), log_probs
+                    ):
+                        episode = episodes[s][k]
+                        episode.decisions.append(decisions[first_node + u])
+                        episode.actions.append(action)
+                        episode.log_probs.append(log_prob)
+                        if node_values is not None:
+                            episode.values.append(node_values[first_node + u])
+                        episode.node = node
+                    stats[s].env_steps += n_live
+                    stats[s].decisions += n_live
+                    stats[s].scored_decisions += n_nodes
+                    live[s] = [k for k in live[s] if not episodes[s][k].done]
+                first_node += n_nodes
+                first_live += n_live
+    seconds = (time.perf_counter() - started) / n_seeds
+    end_flops = scorer.flops if stacked else [scorer.flops]
+    for s in range(n_seeds):
+        stats[s].flops = end_flops[s] - start_flops[s]
+        stats[s].seconds = seconds
     return stats
+
+
+def _live_within(
+    episodes: Sequence[Episode],
+    live: list[int],
+    stats: RolloutStats,
+    step_budget: int | None,
+    scripts: Sequence[Sequence[Any]] | None,
+) -> tuple[list[int], dict[int, int]]:
+    """One seed's episodes that take the next step, and their scripted actions: replays whose
+    script goes on (``_scripted_actions``), then no more than the step budget leaves (the rest
+    end truncated)."""
+    forced: dict[int, int] = {}
+    if scripts is not None and live:
+        forced = _scripted_actions(episodes, live, scripts, stats)
+        live = [k for k in live if k in forced]
+    if step_budget is not None and stats.env_steps + len(live) > step_budget:
+        for k in live[step_budget - stats.env_steps :]:
+            episodes[k].node = episodes[k].node.fork()
+            episodes[k].node.finish(truncated=True, costs=stats)
+        live = live[: step_budget - stats.env_steps]
+    return live, forced
+
+
+def _choose(
+    logits: torch.Tensor,
+    batch: Batch,
+    first_node: int,
+    n_nodes: int,
+    node_of: np.ndarray,
+    rng: np.random.Generator | None,
+    forced: dict[int, int],
+    live: Sequence[int],
+    stats: RolloutStats,
+) -> tuple[np.ndarray | None, list[float]]:
+    """One seed's actions at its nodes ``first_node ... + n_nodes`` of ``batch`` (scripted, sampled
+    with ``rng`` or greedy) and their log-probs, from that seed's slice of the scores alone (so
+    that it is computed as the seed alone computes it); None for non-finite scores."""
+    starts, counts = (
+        batch.cand_start[first_node : first_node + n_nodes],
+        batch.cand_count[first_node : first_node + n_nodes],
+    )
+    first_cand = int(starts[0])
+    seed_logits = logits[first_cand : first_cand + int(counts.sum())]
+    if not torch.isfinite(seed_logits).all():
+        stats.diverged = True
+        return None, []
+    segment = batch.cand_decision[first_cand : first_cand + len(seed_logits)]
+    if first_node:
+        starts, segment = starts - first_cand, segment - first_node
+    log_probs = segment_log_softmax(seed_logits, segment, n_nodes)
+    entropy = segment_entropy(log_probs, segment, n_nodes).numpy()
+    stats.entropy_sum += float(entropy[node_of].sum())
+    log_probs = log_probs.numpy().astype(np.float64)
+    if forced:
+        actions = np.array([forced[k] for k in live], dtype=np.int64)
+    elif rng is None:
+        actions = choose(log_probs, starts, counts, None)[node_of]
+    else:
+        actions = choose(log_probs, starts[node_of], counts[node_of], rng.random(len(live)))
+    return actions, log_probs[starts[node_of] + actions].tolist()

@@ -45,8 +45,8 @@ import torch
 
 from axisrl.backends.tiny.algos import LOSS_AGG_MODES
 from axisrl.backends.tiny.fast_torch import Adam, deterministic_eager_ops
-from axisrl.backends.tiny.policy import ToolPointer
-from axisrl.backends.tiny.rollout import Diverged, Episode, RolloutStats, Specs, no_cyclic_gc, rollout
+from axisrl.backends.tiny.policy import PolicyStack, ToolPointer
+from axisrl.backends.tiny.rollout import Diverged, Episode, RolloutStats, Specs, no_cyclic_gc, rollout_seeds
 from axisrl.backends.tiny.synthetic import Synthesizer, SyntheticEpisodes, SyntheticTrajectories, TaskSampler
 from axisrl.backends.tiny.updates import UPDATES, UpdateContext, UpdateStats, trained_scores
 from axisrl.diagnostics import EpisodeCounts, step_diagnostics
@@ -63,6 +63,7 @@ __all__ = [
     "make_policy",
     "param_hash",
     "train",
+    "train_seeds",
 ]
 
 
@@ -351,24 +352,6 @@ def _visit(
     return Visit(tasks, episodes, synthetic, groups)
 
 
-def _play(
-    policy: ToolPointer,
-    visit: Visit,
-    rng: np.random.Generator,
-    step_budget: int | None,
-    synthesizer: Synthesizer | None,
-) -> Played:
-    """Play the visit's real episodes (sampling with ``rng``, within ``step_budget`` env steps), then its
-    synthetic ones."""
-    real = rollout(policy, visit.episodes, rng, step_budget)
-    synthetic = (
-        synthesizer.rollout(policy, visit.synthetic.episodes, visit.synthetic.scripts)
-        if synthesizer is not None and visit.synthetic.episodes
-        else RolloutStats()
-    )
-    return Played(real, synthetic)
-
-
 def _add_timings(timings: dict[str, float], played: Played, rollout_seconds: float, train_seconds: float) -> None:
     timings["rollout_seconds"] += rollout_seconds
     timings["train_seconds"] += train_seconds
@@ -424,81 +407,170 @@ def train(
 ) -> TrainResult:
     """Train a fresh policy on ``tasks`` (rows of env ``envs``), with ``synthetic`` trajectories in
     its groups if given; see the module docstring."""
-    with no_cyclic_gc():
-        return _train(envs, tasks, settings, seed, progress, synthetic)
+    return train_seeds(
+        envs, tasks, settings, [seed], None if progress is None else lambda _, row: progress(row), synthetic
+    )[0]
 
 
-def _train(
+def train_seeds(
     envs: Sequence[Mapping[str, Any]],
     tasks: Sequence[Mapping[str, Any]],
     settings: TrainSettings,
-    seed: int,
-    progress: Callable[[dict[str, Any]], None] | None,
-    synthetic: SyntheticTrajectories | None,
-) -> TrainResult:
-    # SETUP: generators, policy (and reference), optimiser, task sampler, synthetic source
-    if not tasks:
-        raise ValueError("no training tasks")
-    s = settings
-    per_group = 0 if synthetic is None else synthetic.per_group
-    if per_group and s.algo != "grpo":
-        raise ValueError(f"synthetic trajectories join GRPO groups; algo {s.algo!r} has none (use algo='grpo')")
-    torch.manual_seed(seed)
-    deterministic_eager_ops()
-    task_rng, seed_rng, action_rng, batch_rng = (
-        np.random.default_rng(child) for child in np.random.SeedSequence(seed).spawn(4)
-    )
-    specs = Specs(envs)
-    policy = make_policy(s)
-    reference = copy.deepcopy(policy).requires_grad_(False) if s.algo == "grpo" and s.kl_coef > 0 else None
-    optimizer = Adam(policy.parameters(), lr=s.lr)
-    warmup = math.ceil(s.lr_warmup_steps_ratio * s.updates)
-    optimizer.zero_grad()
-    sampler = TaskSampler(len(tasks), task_rng)
-    horizon = max(spec["max_steps"] for spec in specs.by_id.values())
-    synthesizer = Synthesizer(synthetic, specs, s.leak_primitive_role, seed) if per_group else None
-    metrics: list[dict[str, Any]] = []
-    totals = RunTotals()
-    timings = dict.fromkeys(TIMINGS, 0.0)
-    status, error = "ok", None
+    seeds: Sequence[int],
+    progress: Callable[[int, dict[str, Any]], None] | None = None,
+    synthetic: SyntheticTrajectories | None = None,
+) -> list[TrainResult]:
+    """``train`` for every seed of ``seeds`` at once, in lockstep: each update, every seed still
+    running plays its visit's real rollouts together with the others' (one forward per step for
+    all seeds, ``rollout_seeds``), then takes its own update. A seed's run is a function of its
+    seed alone, bit for bit ``train(..., seed)``: its own policy, optimiser, generators and caps;
+    one that fails or ends early drops out while the others go on. ``progress(seed, row)`` after
+    each of a seed's updates."""
+    if len(set(seeds)) != len(seeds):
+        raise ValueError(f"seeds must be distinct, got {list(seeds)}")
+    with no_cyclic_gc():
+        runs = [SeedRun(envs, tasks, settings, seed, synthetic) for seed in seeds]
+        stack: PolicyStack | None = None
+        for update in range(settings.updates):
+            # ROLLOUT: each running seed's visit, its real rollouts played in lockstep with the other seeds'
+            started = time.process_time()
+            playing = [(run, visit) for run in runs if run.running for visit in [run.visit()] if visit is not None]
+            if not playing:
+                break
+            if stack is None or stack.policies != [run.policy for run, _ in playing]:
+                stack = PolicyStack([run.policy for run, _ in playing])
+            try:
+                real = rollout_seeds(
+                    stack,
+                    [visit.episodes for _, visit in playing],
+                    [run.action_rng for run, _ in playing],
+                    [run.steps_left() for run, _ in playing],
+                )
+            except Exception as exc:  # a shared rollout that raises fails every seed in it
+                for run, _ in playing:
+                    run.fail(update, exc)
+                continue
+            shared = (time.process_time() - started) / len(playing)
+            # UPDATE and RECORD, seed by seed
+            for (run, visit), stats in zip(playing, real):
+                run.update(update, visit, stats, shared)
+                if progress is not None and run.metrics and run.metrics[-1]["update"] == update:
+                    progress(run.seed, run.metrics[-1])
+            stack.refresh()
+        return [run.result() for run in runs]
 
-    for update in range(s.updates):
-        visits = _visits_within_caps(s, metrics, totals)
+
+class SeedRun:
+    """One seed's run: its generators, policy (and reference), optimiser, task sampler, synthetic
+    source, metrics and totals. ``train_seeds`` asks it for each update's ``visit``, plays the
+    visit's real rollouts beside the other seeds', and hands them to ``update``: its synthetic
+    rollouts, the update rule and the metrics row (the loop ROLLOUT, UPDATE, RECORD of a seed)."""
+
+    def __init__(
+        self,
+        envs: Sequence[Mapping[str, Any]],
+        tasks: Sequence[Mapping[str, Any]],
+        settings: TrainSettings,
+        seed: int,
+        synthetic: SyntheticTrajectories | None,
+    ) -> None:
+        if not tasks:
+            raise ValueError("no training tasks")
+        s = self.settings = settings
+        per_group = 0 if synthetic is None else synthetic.per_group
+        if per_group and s.algo != "grpo":
+            raise ValueError(f"synthetic trajectories join GRPO groups; algo {s.algo!r} has none (use algo='grpo')")
+        self.seed, self.tasks = seed, tasks
+        torch.manual_seed(seed)
+        deterministic_eager_ops()
+        self.task_rng, self.seed_rng, self.action_rng, self.batch_rng = (
+            np.random.default_rng(child) for child in np.random.SeedSequence(seed).spawn(4)
+        )
+        self.specs = Specs(envs)
+        self.policy = make_policy(s)
+        self.reference = (
+            copy.deepcopy(self.policy).requires_grad_(False) if s.algo == "grpo" and s.kl_coef > 0 else None
+        )
+        self.optimizer = Adam(self.policy.parameters(), lr=s.lr)
+        self.warmup = math.ceil(s.lr_warmup_steps_ratio * s.updates)
+        self.optimizer.zero_grad()
+        self.sampler = TaskSampler(len(tasks), self.task_rng)
+        self.horizon = max(spec["max_steps"] for spec in self.specs.by_id.values())
+        self.synthesizer = Synthesizer(synthetic, self.specs, s.leak_primitive_role, seed) if per_group else None
+        self.metrics: list[dict[str, Any]] = []
+        self.totals = RunTotals()
+        self.timings = dict.fromkeys(TIMINGS, 0.0)
+        self.status, self.error = "ok", None
+        self.running = True
+        """False once the run failed or a cap ended it."""
+
+    def visit(self) -> Visit | None:
+        """The next update's visit, None (and the run ends) when the caps leave no visit."""
+        visits = _visits_within_caps(self.settings, self.metrics, self.totals)
         if visits == 0:
-            break
-        # ROLLOUT: group_size episodes of each visited task (and its synthetic ones), played in lockstep
+            self.running = False
+            return None
+        chosen = [self.tasks[k] for k in self.sampler.take(visits)]
+        return _visit(
+            chosen, self.seed_rng.integers(0, 2**62, size=visits), self.specs, self.settings, self.synthesizer
+        )
+
+    def steps_left(self) -> int | None:
+        s = self.settings
+        return None if s.max_rollout_steps is None else s.max_rollout_steps - self.totals.env_steps
+
+    def update(self, update: int, visit: Visit, real: RolloutStats, rollout_seconds: float) -> None:
+        """The update after ``visit``'s real rollouts (``real``; ``rollout_seconds``: this seed's
+        share of their CPU time): its synthetic rollouts, the update rule, the metrics row. A
+        non-finite score, loss, gradient or parameter, or an exception, ends the run as failed."""
+        s = self.settings
         started = time.process_time()
-        chosen = [tasks[k] for k in sampler.take(visits)]
-        visit = _visit(chosen, seed_rng.integers(0, 2**62, size=visits), specs, s, synthesizer)
-        steps_left = None if s.max_rollout_steps is None else s.max_rollout_steps - totals.env_steps
         try:
-            played = _play(policy, visit, action_rng, steps_left, synthesizer)
+            if real.diverged:
+                raise Diverged("non-finite candidate scores")
+            synthetic = (
+                self.synthesizer.rollout(self.policy, visit.synthetic.episodes, visit.synthetic.scripts)
+                if self.synthesizer is not None and visit.synthetic.episodes
+                else RolloutStats()
+            )
+            played = Played(real, synthetic)
             rolled = time.process_time()
-            # UPDATE: the algorithm's rule trains on the real and synthetic episodes of the visit
-            optimizer.lr = s.lr * min(1.0, (update + 1) / warmup) if warmup else s.lr
+            self.optimizer.lr = s.lr * min(1.0, (update + 1) / self.warmup) if self.warmup else s.lr
             context = UpdateContext(
-                policy,
-                reference,
-                optimizer,
+                self.policy,
+                self.reference,
+                self.optimizer,
                 visit.episodes + visit.synthetic.episodes,
                 visit.groups,
                 s,
-                horizon,
-                batch_rng,
+                self.horizon,
+                self.batch_rng,
             )
             out = UPDATES[s.algo](context)
-        except Exception as exc:  # a failed run is a result; the study goes on
-            status, error = "failed", f"{type(exc).__name__}: {exc}"
-            if not isinstance(exc, Diverged):
-                log.exception("update %d failed", update)
-            break
-        # RECORD: timings, the update's metrics row, the run's totals
-        _add_timings(timings, played, rolled - started, time.process_time() - rolled)
+        except Exception as exc:
+            self.fail(update, exc)
+            return
+        _add_timings(self.timings, played, rollout_seconds + rolled - started, time.process_time() - rolled)
         row = _metrics_row(update, visit, played, out, s.reward_density)
-        metrics.append(row)
-        totals.add(row, visit)
-        if progress is not None:
-            progress(row)
+        self.metrics.append(row)
+        self.totals.add(row, visit)
 
-    state = {k: v.detach().clone() for k, v in policy.state_dict().items()}
-    return TrainResult(status, metrics, totals.as_compute(), state, param_hash(policy), s, timings, error)
+    def fail(self, update: int, exc: Exception) -> None:
+        """End the run as failed at ``update``: a failed run is a result, and the study goes on."""
+        self.status, self.error = "failed", f"{type(exc).__name__}: {exc}"
+        self.running = False
+        if not isinstance(exc, Diverged):
+            log.error("seed %d: update %d failed", self.seed, update, exc_info=exc)
+
+    def result(self) -> TrainResult:
+        state = {k: v.detach().clone() for k, v in self.policy.state_dict().items()}
+        return TrainResult(
+            self.status,
+            self.metrics,
+            self.totals.as_compute(),
+            state,
+            param_hash(self.policy),
+            self.settings,
+            self.timings,
+            self.error,
+        )
