@@ -212,6 +212,27 @@ def test_checkpoint_round_trip_and_evaluation_records(pool, tmp_path):
     assert records == tiny.evaluate(policy, pool.heldout_envs, pool.heldout_tasks, seed=0)
 
 
+@pytest.mark.parametrize("algo", ["grpo", "ppo"])
+def test_evaluating_seeds_in_lockstep_gives_each_seeds_records_alone(pool, monkeypatch, algo):
+    """``evaluate_seeds`` scores every policy's held-out episodes in one forward per step (a PPO
+    policy's value head too), chunk by chunk as ``evaluate`` plays them alone, and each policy's
+    records are the ones ``evaluate`` gives it; a stack refuses policies of different shapes."""
+    evaluate_module = importlib.import_module("axisrl.backends.tiny.evaluate")
+    monkeypatch.setattr(evaluate_module, "EVAL_CHUNK_ACTIVATIONS", 16 * 5)  # five episodes a chunk at width 16
+    policies = []
+    for seed in (0, 1, 2):
+        torch.manual_seed(seed)
+        policies.append(tiny.make_policy(quick(algo=algo)))
+    together = tiny.evaluate_seeds(policies, pool.heldout_envs, pool.heldout_tasks, seed=0, first_primitive=True)
+    alone = [
+        tiny.evaluate(policy, pool.heldout_envs, pool.heldout_tasks, seed=0, first_primitive=True)
+        for policy in policies
+    ]
+    assert together == alone and alone[0] != alone[1]
+    with pytest.raises(ValueError, match="one architecture"):
+        tiny.evaluate_seeds([policies[0], tiny.make_policy(quick(width=8))], pool.heldout_envs, pool.heldout_tasks, 0)
+
+
 def test_an_evaluation_can_name_each_episodes_first_primitive(pool):
     """``first_primitive=True`` adds that one field and changes no other; an episode names the
     primitive of the tool it called first: its skeleton's first on playing its reference's first
@@ -396,17 +417,30 @@ def test_an_update_that_raises_is_recorded_as_failed_with_its_error(pool, monkey
     assert tiny.train(pool.envs, pool.tasks, quick(updates=2), seed=0).error is None
 
 
-def test_seeds_in_lockstep_train_as_each_seed_alone_and_one_that_fails_stops_alone(pool, monkeypatch):
-    """``train_seeds`` plays every seed's rollouts in one forward per step: each seed's run stays
-    bit for bit its run alone (parameters, metrics, compute), under a FLOP cap that ends the seeds
-    at different updates too; a seed whose loss turns non-finite fails while the others go on."""
-    settings = quick(updates=10, max_flops=2.5e7)
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        {"updates": 10, "max_flops": 2.5e7},  # the cap ends the seeds at different updates
+        {"algo": "ppo", "ppo_epochs": 2},
+        {"kl_coef": 0.1, "grpo_minibatches": 2, "max_rollout_steps": 150},
+    ],
+)
+def test_seeds_in_lockstep_train_as_each_seed_alone(pool, overrides):
+    """``train_seeds`` plays every seed's rollouts in one forward per step and answers every seed's
+    update rule with one forward and one backward: each seed's run stays bit for bit its run alone
+    (parameters, metrics, compute), PPO's value head, GRPO's minibatches, KL term and caps included."""
+    settings = quick(**overrides)
     alone = [tiny.train(pool.envs, pool.tasks, settings, seed=seed) for seed in (3, 4, 5)]
     together = tiny.train_seeds(pool.envs, pool.tasks, settings, [3, 4, 5])
     assert [r.param_hash for r in together] == [r.param_hash for r in alone]
     assert [r.metrics for r in together] == [r.metrics for r in alone]
     assert [r.compute for r in together] == [r.compute for r in alone]
-    assert len({len(r.metrics) for r in alone}) > 1  # the cap ended them at different updates
+    if "max_flops" in overrides:
+        assert len({len(r.metrics) for r in alone}) > 1
+
+
+def test_a_seed_that_fails_in_lockstep_stops_alone(pool, monkeypatch):
+    """A seed whose update diverges fails there while the seeds beside it go on as they would alone."""
 
     real_rule, calls = updates_module.UPDATES["grpo"], {}
 
@@ -415,7 +449,7 @@ def test_seeds_in_lockstep_train_as_each_seed_alone_and_one_that_fails_stops_alo
         seed_order = list(calls).index(id(u.policy))
         if seed_order == 1 and len(calls[id(u.policy)]) == 3:
             raise Diverged("non-finite loss")
-        return real_rule(u)
+        return (yield from real_rule(u))
 
     monkeypatch.setitem(updates_module.UPDATES, "grpo", diverge_on_the_second_seeds_third_update)
     runs = tiny.train_seeds(pool.envs, pool.tasks, quick(updates=4), [3, 4, 5])
@@ -458,7 +492,7 @@ def test_a_grpo_update_in_chunks_accumulates_the_gradient_of_one_pass(pool, monk
         context = updates_module.UpdateContext(
             policy, reference, None, episodes, group, settings, horizon, np.random.default_rng(0)
         )
-        out = updates_module.grpo_update(context)
+        (out,) = updates_module.run_updates([context])
         policy.zero_grad()
         gradients[budget] = (out, taken[0])
     (whole, whole_grads), (chunked, chunked_grads) = gradients[10**9], gradients[1]

@@ -21,8 +21,10 @@ come from the rows it actually processed.
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
 import torch
@@ -43,6 +45,40 @@ from axisrl.backends.tiny.vocab import (
 
 MAX_PARAMS = 8
 """Parameter positions with their own embedding; later ones share the last."""
+
+
+_MATMULS: Counter[Matmul] | None = None
+"""Where ``record_matmuls`` collects the counted products, while it runs."""
+
+
+class Matmul(NamedTuple):
+    """One counted matrix product's shape: ``rows x fan_in`` times ``fan_in x fan_out``, and how
+    many products it is counted as (1 scoring without gradients; 3 with them: the forward and the
+    two products of its backward, as ``train_flops`` counts a training forward)."""
+
+    rows: int
+    fan_in: int
+    fan_out: int
+    times: int
+
+
+@contextlib.contextmanager
+def record_matmuls() -> Iterator[Counter[Matmul]]:
+    """Collect the shape of every matrix product the policies count while this runs (for
+    ``bench/bench_train.py``'s floor: the counted FLOPs as plain products of the run's own shapes)."""
+    global _MATMULS
+    _MATMULS = Counter()
+    try:
+        yield _MATMULS
+    finally:
+        _MATMULS = None
+
+
+def _count(rows: int, fan_in: int, fan_out: int) -> int:
+    """The FLOPs of one product (``2 * rows * fan_in * fan_out``), recorded if ``record_matmuls`` runs."""
+    if _MATMULS is not None:
+        _MATMULS[Matmul(rows, fan_in, fan_out, 3 if torch.is_grad_enabled() else 1)] += 1
+    return 2 * rows * fan_in * fan_out
 
 
 class EncodedEpisodes(NamedTuple):
@@ -98,7 +134,7 @@ class ToolPointer(nn.Module):
 
     def _linear(self, layer: nn.Linear, x: torch.Tensor) -> torch.Tensor:
         """``layer(x)`` without ``Module.__call__``'s dispatch (the same op: no hooks are used)."""
-        self.flops += 2 * x.shape[0] * layer.in_features * layer.out_features
+        self.flops += _count(x.shape[0], layer.in_features, layer.out_features)
         return F.linear(x, layer.weight, layer.bias)
 
     def encode_episodes(self, b: EpisodeBatch) -> EncodedEpisodes:
@@ -135,8 +171,7 @@ class _One:
         return index
 
     def critic(self, context: torch.Tensor, seeds: SeedRows | None) -> torch.Tensor:
-        d = self.width
-        self.policy.flops += 2 * len(context) * (d * d + d)
+        self.policy.flops += _count(len(context), self.width, self.width) + _count(len(context), self.width, 1)
         return self.policy.critic(context).squeeze(-1)
 
 
@@ -162,10 +197,11 @@ class PolicyStack:
     computes it, with the same matrix shapes: a seed's results are bit-identical to playing it
     alone, while the per-op cost of the forward is paid once for all seeds.
 
-    Built for inference (rollouts, evaluation) on the policies' current weights; ``refresh()``
-    after they change. ``flops``: FLOPs per seed since the counters were last reset."""
+    Stacks the policies' current weights: ``refresh()`` after they change. A ``trainable`` stack
+    stacks them in the autograd graph, so that its outputs' gradients reach every policy (for one
+    forward and one backward: build a new one for the next). ``flops``: FLOPs per seed so far."""
 
-    def __init__(self, policies: Sequence[ToolPointer]) -> None:
+    def __init__(self, policies: Sequence[ToolPointer], trainable: bool = False) -> None:
         first = policies[0]
         configs = {json.dumps(policy.config(), sort_keys=True) for policy in policies}
         if len(configs) != 1:
@@ -175,11 +211,12 @@ class PolicyStack:
         self.width = first.width
         self.has_prim, self.has_critic = first.prim is not None, first.critic is not None
         self.flops = [0] * self.n_seeds
+        self.trainable = trainable
         self.refresh()
 
     def refresh(self) -> None:
         """Stack the policies' current weights."""
-        with torch.no_grad():
+        with torch.set_grad_enabled(self.trainable):
             self.struct = torch.cat([policy.struct.weight for policy in self.policies])
             self.tables = {
                 name: (torch.cat([getattr(policy, name).weight for policy in self.policies]), layer.num_embeddings)
@@ -191,7 +228,7 @@ class PolicyStack:
         parts = []
         for s, (policy, part) in enumerate(zip(self.policies, x.split(seeds.counts))):
             layer = getattr(policy, name)
-            self.flops[s] += 2 * part.shape[0] * layer.in_features * layer.out_features
+            self.flops[s] += _count(part.shape[0], layer.in_features, layer.out_features)
             parts.append(F.linear(part, layer.weight, layer.bias))
         return torch.cat(parts)
 
@@ -212,7 +249,7 @@ class PolicyStack:
     def critic(self, context: torch.Tensor, seeds: SeedRows) -> torch.Tensor:
         d, parts = self.width, []
         for s, (policy, part) in enumerate(zip(self.policies, context.split(seeds.counts))):
-            self.flops[s] += 2 * len(part) * (d * d + d)
+            self.flops[s] += _count(len(part), d, d) + _count(len(part), d, 1)
             parts.append(policy.critic(part).squeeze(-1))
         return torch.cat(parts)
 

@@ -48,7 +48,7 @@ from axisrl.backends.tiny.fast_torch import Adam, deterministic_eager_ops
 from axisrl.backends.tiny.policy import PolicyStack, ToolPointer
 from axisrl.backends.tiny.rollout import Diverged, Episode, RolloutStats, Specs, no_cyclic_gc, rollout_seeds
 from axisrl.backends.tiny.synthetic import Synthesizer, SyntheticEpisodes, SyntheticTrajectories, TaskSampler
-from axisrl.backends.tiny.updates import UPDATES, UpdateContext, UpdateStats, trained_scores
+from axisrl.backends.tiny.updates import UPDATES, UpdateContext, UpdateStats, run_updates, trained_scores
 from axisrl.diagnostics import EpisodeCounts, step_diagnostics
 
 log = logging.getLogger(__name__)
@@ -321,6 +321,15 @@ class Visit(NamedTuple):
     """The group (index of the task) of every episode, real then synthetic."""
 
 
+class Prepared(NamedTuple):
+    """One seed's update, ready for its rule: what its rollouts played and the rule's context."""
+
+    played: Played
+    context: UpdateContext
+    seconds: float
+    """CPU seconds of its synthetic rollouts."""
+
+
 class Played(NamedTuple):
     """What one update's rollouts did: the real ones and the synthetic ones."""
 
@@ -451,9 +460,14 @@ def train_seeds(
                     run.fail(update, exc)
                 continue
             shared = (time.process_time() - started) / len(playing)
-            # UPDATE and RECORD, seed by seed
-            for (run, visit), stats in zip(playing, real):
-                run.update(update, visit, stats, shared)
+            # UPDATE: every seed's update rule, their forwards and backwards together; RECORD, seed by seed
+            updating = [(run, visit, run.prepare(update, visit, stats)) for (run, visit), stats in zip(playing, real)]
+            updating = [(run, visit, prepared) for run, visit, prepared in updating if prepared is not None]
+            started = time.process_time()
+            outs = run_updates([prepared.context for _, _, prepared in updating])
+            trained = (time.process_time() - started) / max(len(updating), 1)
+            for (run, visit, prepared), out in zip(updating, outs):
+                run.record(update, visit, prepared, out, shared + prepared.seconds, trained)
                 if progress is not None and run.metrics and run.metrics[-1]["update"] == update:
                     progress(run.seed, run.metrics[-1])
             stack.refresh()
@@ -519,12 +533,11 @@ class SeedRun:
         s = self.settings
         return None if s.max_rollout_steps is None else s.max_rollout_steps - self.totals.env_steps
 
-    def update(self, update: int, visit: Visit, real: RolloutStats, rollout_seconds: float) -> None:
-        """The update after ``visit``'s real rollouts (``real``; ``rollout_seconds``: this seed's
-        share of their CPU time): its synthetic rollouts, the update rule, the metrics row. A
-        non-finite score, loss, gradient or parameter, or an exception, ends the run as failed."""
-        s = self.settings
-        started = time.process_time()
+    def prepare(self, update: int, visit: Visit, real: RolloutStats) -> Prepared | None:
+        """What the update after ``visit``'s real rollouts (``real``) trains on: its synthetic
+        rollouts played, the rule's context. None when the run failed (non-finite scores, or an
+        exception in its synthetic rollouts)."""
+        s, started = self.settings, time.process_time()
         try:
             if real.diverged:
                 raise Diverged("non-finite candidate scores")
@@ -533,25 +546,38 @@ class SeedRun:
                 if self.synthesizer is not None and visit.synthetic.episodes
                 else RolloutStats()
             )
-            played = Played(real, synthetic)
-            rolled = time.process_time()
-            self.optimizer.lr = s.lr * min(1.0, (update + 1) / self.warmup) if self.warmup else s.lr
-            context = UpdateContext(
-                self.policy,
-                self.reference,
-                self.optimizer,
-                visit.episodes + visit.synthetic.episodes,
-                visit.groups,
-                s,
-                self.horizon,
-                self.batch_rng,
-            )
-            out = UPDATES[s.algo](context)
         except Exception as exc:
             self.fail(update, exc)
+            return None
+        self.optimizer.lr = s.lr * min(1.0, (update + 1) / self.warmup) if self.warmup else s.lr
+        context = UpdateContext(
+            self.policy,
+            self.reference,
+            self.optimizer,
+            visit.episodes + visit.synthetic.episodes,
+            visit.groups,
+            s,
+            self.horizon,
+            self.batch_rng,
+        )
+        return Prepared(Played(real, synthetic), context, time.process_time() - started)
+
+    def record(
+        self,
+        update: int,
+        visit: Visit,
+        prepared: Prepared,
+        out: UpdateStats | Exception,
+        rollout_seconds: float,
+        train_seconds: float,
+    ) -> None:
+        """The update's metrics row and totals, or the run's failure when its rule raised
+        (``out``); ``*_seconds``: this seed's share of the CPU time of the update's parts."""
+        if isinstance(out, Exception):
+            self.fail(update, out)
             return
-        _add_timings(self.timings, played, rollout_seconds + rolled - started, time.process_time() - rolled)
-        row = _metrics_row(update, visit, played, out, s.reward_density)
+        _add_timings(self.timings, prepared.played, rollout_seconds, train_seconds)
+        row = _metrics_row(update, visit, prepared.played, out, self.settings.reward_density)
         self.metrics.append(row)
         self.totals.add(row, visit)
 

@@ -1,18 +1,23 @@
-"""The tiny trainer's update rules: GRPO and PPO, each one function from an ``UpdateContext`` (the
+"""The tiny trainer's update rules: GRPO and PPO, each a generator from an ``UpdateContext`` (the
 update's episodes, the policy and its optimiser) to ``UpdateStats``, registered in ``UPDATES``
 under the ``TrainSettings.algo`` that selects it.
 
-Kept apart from ``train`` so that the trainer reads as its loop (ROLLOUT, UPDATE, RECORD) and a
-rule reads with the re-scoring and gradient steps it is built from. A non-finite loss, gradient
-or parameter raises ``Diverged``, which ends the run as failed.
+A rule asks for what needs the policy's forward and backward by yielding it: ``Score`` (recompute
+the taken actions' log-probs with gradients; it is sent back a ``Scored``) and ``Backward`` (a
+finite loss to back-propagate). ``run_updates`` runs the rules of a job's seeds together, so one
+forward scores every seed's request and one backward serves every seed's loss (``PolicyStack``),
+while each rule clips and steps its own policy; each seed's gradients, and so its run, are bit for
+bit those of running its rule alone. Kept apart from ``train`` so that the trainer reads as its
+loop (ROLLOUT, UPDATE, RECORD) and a rule reads with the re-scoring and gradient steps it is built
+from. A non-finite loss, gradient or parameter raises ``Diverged``, which ends the run as failed.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 import torch
@@ -27,13 +32,24 @@ from axisrl.backends.tiny.algos import (
 )
 from axisrl.backends.tiny.fast_torch import Adam
 from axisrl.backends.tiny.features import collate, collate_episodes
-from axisrl.backends.tiny.policy import ToolPointer, segment_entropy, segment_log_softmax
+from axisrl.backends.tiny.policy import PolicyStack, ToolPointer, segment_entropy, segment_log_softmax
 from axisrl.backends.tiny.rollout import Diverged, Episode, distinct
 
 if TYPE_CHECKING:
     from axisrl.backends.tiny.train import TrainSettings
 
-__all__ = ["UPDATES", "UpdateContext", "UpdateStats", "grpo_update", "ppo_update", "register_update", "trained_scores"]
+__all__ = [
+    "UPDATES",
+    "Backward",
+    "Score",
+    "UpdateContext",
+    "UpdateStats",
+    "grpo_update",
+    "ppo_update",
+    "register_update",
+    "run_updates",
+    "trained_scores",
+]
 
 
 @dataclass(frozen=True)
@@ -64,7 +80,21 @@ class UpdateStats:
     gradient_steps: int = 0
 
 
-UpdateRule = Callable[[UpdateContext], UpdateStats]
+class Score(NamedTuple):
+    """A rule's request: the taken actions' log-probs, values and entropies at ``picks`` ((episode,
+    step) pairs of ``episodes``), recomputed with gradients; answered with a ``Scored``."""
+
+    episodes: Sequence[Episode]
+    picks: Sequence[tuple[int, int]]
+
+
+class Backward(NamedTuple):
+    """A rule's request: back-propagate this finite scalar loss into its policy's gradients."""
+
+    loss: torch.Tensor
+
+
+UpdateRule = Callable[[UpdateContext], Generator[Score | Backward, Any, UpdateStats]]
 UPDATES: dict[str, UpdateRule] = {}
 """The update rules by ``TrainSettings.algo``, filled by ``register_update``."""
 
@@ -120,34 +150,100 @@ class Scored(NamedTuple):
     values: torch.Tensor | None
     """None without a value head."""
     entropy: torch.Tensor
+    flops: int = 0
+    """The FLOPs of the forward that computed them (``Score`` requests: this request's share)."""
 
 
 def _chosen_log_probs(policy: ToolPointer, episodes: Sequence[Episode], picks: Sequence[tuple[int, int]]) -> Scored:
     """Log-prob of the taken action, value and entropy at each (episode, step) in ``picks``,
-    recomputed with gradients over only the episodes involved; a decision point that several
-    picks share (a group's common prefix) is scored once and its gradient accumulates."""
-    involved = sorted({b for b, _ in picks})
-    row = {b: r for r, b in enumerate(involved)}
-    batch_of_episodes = collate_episodes([episodes[b].features for b in involved])
-    decisions, index = distinct([episodes[b].decisions[t] for b, t in picks])
-    first_row: dict[int, int] = {}
-    for (b, _), u in zip(picks, index.tolist(), strict=True):
-        first_row.setdefault(u, row[b])
-    batch = collate(batch_of_episodes, decisions, [first_row[u] for u in range(len(decisions))])
-    logits, values = policy(batch)
-    log_probs = segment_log_softmax(logits, batch.cand_decision, len(decisions))
-    taken = torch.from_numpy(
-        batch.cand_start[index] + np.array([episodes[b].actions[t] for b, t in picks], dtype=np.int64)
-    )
-    at = torch.from_numpy(index)
-    entropy = segment_entropy(log_probs, batch.cand_decision, len(decisions))[at]
-    return Scored(log_probs[taken], None if values is None else values[at], entropy)
+    recomputed over only the episodes involved; a decision point that several picks share (a
+    group's common prefix) is scored once and its gradient accumulates."""
+    return _score_requests([policy], [Score(episodes, picks)])[0]
 
 
-def _backward(loss: torch.Tensor) -> None:
+def _score_requests(policies: Sequence[ToolPointer], requests: Sequence[Score]) -> list[Scored]:
+    """``requests[s]`` scored by ``policies[s]``, all in one forward (a ``PolicyStack`` built in the
+    autograd graph, for more than one); each policy's rows, and so its outputs and gradients, are
+    computed as they are for it alone."""
+    features, episode_seed, decisions, decision_rows, parts = [], [], [], [], []
+    for s, (episodes, picks) in enumerate(requests):
+        involved = sorted({b for b, _ in picks})
+        row = {b: len(features) + r for r, b in enumerate(involved)}
+        features += [episodes[b].features for b in involved]
+        episode_seed += [s] * len(involved)
+        unique, index = distinct([episodes[b].decisions[t] for b, t in picks])
+        first_row: dict[int, int] = {}
+        for (b, _), u in zip(picks, index.tolist(), strict=True):
+            first_row.setdefault(u, row[b])
+        parts.append((len(decisions), len(unique), index, [episodes[b].actions[t] for b, t in picks]))
+        decisions += unique
+        decision_rows += [first_row[u] for u in range(len(unique))]
+    n_seeds = len(policies)
+    scorer = policies[0] if n_seeds == 1 else PolicyStack(policies, trainable=True)
+    before = [policy.flops for policy in policies] if n_seeds == 1 else list(scorer.flops)
+    batch_of_episodes = collate_episodes(features, np.asarray(episode_seed) if n_seeds > 1 else None, n_seeds)
+    batch = collate(batch_of_episodes, decisions, decision_rows)
+    logits, values = scorer(batch)
+    after = [policy.flops for policy in policies] if n_seeds == 1 else scorer.flops
+    scored = []
+    for s, (first, n_decisions, index, actions) in enumerate(parts):
+        starts, counts = batch.cand_start[first : first + n_decisions], batch.cand_count[first : first + n_decisions]
+        first_cand = int(starts[0])
+        seed_logits = logits[first_cand : first_cand + int(counts.sum())]
+        segment = batch.cand_decision[first_cand : first_cand + len(seed_logits)]
+        if first:
+            starts, segment = starts - first_cand, segment - first
+        log_probs = segment_log_softmax(seed_logits, segment, n_decisions)
+        taken = torch.from_numpy(starts[index] + np.asarray(actions, dtype=np.int64))
+        at = torch.from_numpy(index)
+        entropy = segment_entropy(log_probs, segment, n_decisions)[at]
+        seed_values = None if values is None else values[first : first + n_decisions][at]
+        scored.append(Scored(log_probs[taken], seed_values, entropy, after[s] - before[s]))
+    return scored
+
+
+def run_updates(contexts: Sequence[UpdateContext]) -> list[UpdateStats | Exception]:
+    """Every context's update rule (``UPDATES[settings.algo]``), run together: each round, the
+    rules' ``Score`` requests are answered by one forward and their ``Backward`` losses by one
+    backward. A rule that raises ends with its exception (returned in its place); the others go on."""
+    rules = [UPDATES[context.settings.algo](context) for context in contexts]
+    out: list[UpdateStats | Exception | None] = [None] * len(rules)
+    asks: dict[int, Score | Backward] = {}
+
+    def advance(k: int, answer: Any) -> None:
+        try:
+            asks[k] = rules[k].send(answer)
+        except StopIteration as done:
+            out[k] = done.value
+        except Exception as exc:  # a failed rule is a result; the other seeds go on
+            out[k] = exc
+
+    for k in range(len(rules)):
+        advance(k, None)
+    while asks:
+        scoring = sorted(k for k, ask in asks.items() if isinstance(ask, Score))
+        if scoring:
+            answers = _score_requests([contexts[k].policy for k in scoring], [asks.pop(k) for k in scoring])
+            for k, answer in zip(scoring, answers):
+                advance(k, answer)
+            continue
+        backward = sorted(asks)
+        try:
+            torch.autograd.backward([asks.pop(k).loss for k in backward])
+        except Exception as exc:
+            for k in backward:
+                out[k] = exc
+            continue
+        for k in backward:
+            advance(k, None)
+    return out  # type: ignore[return-value]
+
+
+def _backward(loss: torch.Tensor) -> Backward:
+    """The request to back-propagate ``loss``, once it is known to be finite."""
     if not torch.isfinite(loss):
         raise Diverged("non-finite loss")
-    loss.backward()
+    return Backward(loss)
 
 
 def _step(policy: ToolPointer, optimizer: Adam, max_grad_norm: float) -> float:
@@ -186,7 +282,7 @@ def _chunks(episodes: Sequence[Episode], indices: Sequence[int], candidates: int
 
 
 @register_update("grpo")
-def grpo_update(u: UpdateContext) -> UpdateStats:
+def grpo_update(u: UpdateContext) -> Generator[Score | Backward, Any, UpdateStats]:
     """GRPO: advantages over each whole group, then ``grpo_minibatches`` optimiser steps, each on a
     disjoint share of the update's groups (shuffled with the rule's generator when more than one),
     as verl's ``ppo_mini_batch_size`` cuts a batch: the rollouts are paid once and the policy
@@ -207,7 +303,7 @@ def grpo_update(u: UpdateContext) -> UpdateStats:
     steps = []
     for share in np.array_split(groups, min(s.grpo_minibatches, len(groups))):
         members = np.flatnonzero(np.isin(u.groups.numpy(), share))
-        steps.append(_grpo_step(u, members, mask, old, advantages))
+        steps.append((yield from _grpo_step(u, members, mask, old, advantages)))
     taken = [step for step in steps if step.gradient_steps]
     if not taken:
         return UpdateStats()
@@ -222,7 +318,7 @@ def grpo_update(u: UpdateContext) -> UpdateStats:
 
 def _grpo_step(
     u: UpdateContext, members: np.ndarray, mask: torch.Tensor, old: torch.Tensor, advantages: torch.Tensor
-) -> UpdateStats:
+) -> Generator[Score | Backward, Any, UpdateStats]:
     """One optimiser step on the episodes ``members`` (whole groups) of the update; no step when
     none of them has a learning signal."""
     s, policy, episodes, horizon = u.settings, u.policy, u.episodes, u.horizon
@@ -236,31 +332,31 @@ def _grpo_step(
         share = chunk_share(s.loss_agg_mode, batch_mask, mask[rows])
         steps = [(b, t) for b in chunk for t in range(len(episodes[b].actions))]
         at = torch.tensor([r * horizon + t for r, b in enumerate(chunk) for t in range(len(episodes[b].actions))])
-        policy.flops = 0
-        chosen = _chosen_log_probs(policy, episodes, steps).log_probs
-        train_flops += 3 * policy.flops
+        scored = yield Score(episodes, steps)
+        chosen = scored.log_probs
+        train_flops += 3 * scored.flops
         log_prob = old[rows].flatten().index_put((at,), chosen).view(len(chunk), horizon)
         loss, _ = compute_policy_loss(
             old[rows], log_prob, advantages[rows], mask[rows], s.clip_ratio_low, s.clip_high, s.loss_agg_mode
         )
         loss = share * loss
         if u.reference is not None:
-            u.reference.flops = 0
             with torch.no_grad():
-                ref_chosen = _chosen_log_probs(u.reference, episodes, steps).log_probs
-            train_flops += u.reference.flops
+                ref_scored = _chosen_log_probs(u.reference, episodes, steps)
+            train_flops += ref_scored.flops
+            ref_chosen = ref_scored.log_probs
             ref = old[rows].flatten().index_put((at,), ref_chosen).view(len(chunk), horizon)
             kl = share * agg_loss(kl_penalty_k3(log_prob, ref), mask[rows], s.loss_agg_mode)
             loss = loss + s.kl_coef * kl
             kl_sum += float(kl.detach())
-        _backward(loss)
+        yield _backward(loss)
         loss_sum += float(loss.detach())
     grad_norm = _step(policy, u.optimizer, s.max_grad_norm)
     return UpdateStats(loss_sum, grad_norm, kl_sum, train_flops, sum(len(episodes[b].actions) for b in needed))
 
 
 @register_update("ppo")
-def ppo_update(u: UpdateContext) -> UpdateStats:
+def ppo_update(u: UpdateContext) -> Generator[Score | Backward, Any, UpdateStats]:
     """CleanRL-style PPO: GAE on the episodes' outcome rewards, then epochs of shuffled
     minibatches over the decisions, advantages normalised per minibatch."""
     s, policy, episodes, horizon = u.settings, u.policy, u.episodes, u.horizon
@@ -280,9 +376,8 @@ def ppo_update(u: UpdateContext) -> UpdateStats:
         for chunk in np.array_split(u.rng.permutation(len(steps)), s.ppo_minibatches):
             if len(chunk) == 0:
                 continue
-            policy.flops = 0
-            log_prob, value, entropy = _chosen_log_probs(policy, episodes, [steps[k] for k in chunk])
-            train_flops += 3 * policy.flops
+            log_prob, value, entropy, flops = yield Score(episodes, [steps[k] for k in chunk])
+            train_flops += 3 * flops
             idx = torch.from_numpy(chunk)
             adv = flat_adv[idx]
             if len(chunk) > 1:
@@ -295,6 +390,6 @@ def ppo_update(u: UpdateContext) -> UpdateStats:
             loss = pg_loss - s.ent_coef * entropy.mean() + s.vf_coef * v_loss
             kl = float((flat_old[idx] - log_prob.detach()).mean())
             last_loss = float(loss.detach())
-            _backward(loss)
+            yield _backward(loss)
             grad_norm = _step(policy, u.optimizer, s.max_grad_norm)
     return UpdateStats(last_loss, grad_norm, kl, train_flops, len(steps))
