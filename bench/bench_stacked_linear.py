@@ -32,6 +32,37 @@ def timed(fn, repeats: int = 200) -> float:
     return statistics.median(runs)
 
 
+def case(n_seeds: int, rows: int, d: int) -> str:
+    """One line: the three ways at ``n_seeds`` seeds of about ``rows`` rows each (their counts differ a little)."""
+    counts = [rows + 7 * s for s in range(n_seeds)]
+    x = torch.randn(sum(counts), d)
+    weight, bias = torch.randn(n_seeds, d, d), torch.randn(n_seeds, d)
+    longest = max(counts)
+    seed_of = torch.repeat_interleave(torch.arange(n_seeds), torch.tensor(counts))
+    slot = torch.cat([torch.arange(c) for c in counts]) + seed_of * longest
+    vmapped = torch.func.vmap(F.linear)
+
+    def loop():
+        return torch.cat([F.linear(part, weight[s], bias[s]) for s, part in enumerate(x.split(counts))])
+
+    def padded(apply):
+        grid = torch.zeros(n_seeds * longest, d).index_copy(0, slot, x).view(n_seeds, longest, d)
+        return apply(grid).reshape(-1, d).index_select(0, slot)
+
+    def bmm():
+        return padded(lambda grid: torch.baddbmm(bias[:, None, :], grid, weight.transpose(1, 2)))
+
+    def vmap():
+        return padded(lambda grid: vmapped(grid, weight, bias))
+
+    reference = loop()
+    assert torch.allclose(bmm(), reference, atol=1e-4) and torch.allclose(vmap(), reference, atol=1e-4)
+    return (
+        f"seeds={n_seeds} rows/seed~{rows} width={d}: loop {timed(loop):.1f} us, "
+        f"bmm (padded) {timed(bmm):.1f} us, vmap (padded) {timed(vmap):.1f} us"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--width", type=int, default=64)
@@ -39,37 +70,9 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 3, 6])
     args = parser.parse_args()
     torch.set_num_threads(1)
-    d = args.width
     for n_seeds in args.seeds:
         for rows in args.rows:
-            counts = [rows + 7 * s for s in range(n_seeds)]  # seeds' row counts differ a little
-            x = torch.randn(sum(counts), d)
-            weight, bias = torch.randn(n_seeds, d, d), torch.randn(n_seeds, d)
-            longest = max(counts)
-            seed_of = torch.repeat_interleave(torch.arange(n_seeds), torch.tensor(counts))
-            slot = torch.cat([torch.arange(c) for c in counts]) + seed_of * longest
-
-            def loop():
-                return torch.cat([F.linear(part, weight[s], bias[s]) for s, part in enumerate(x.split(counts))])
-
-            def padded(apply):
-                grid = torch.zeros(n_seeds * longest, d).index_copy(0, slot, x).view(n_seeds, longest, d)
-                return apply(grid).reshape(-1, d).index_select(0, slot)
-
-            def bmm():
-                return padded(lambda grid: torch.baddbmm(bias[:, None, :], grid, weight.transpose(1, 2)))
-
-            vmapped = torch.func.vmap(F.linear)
-
-            def vmap():
-                return padded(lambda grid: vmapped(grid, weight, bias))
-
-            reference = loop()
-            assert torch.allclose(bmm(), reference, atol=1e-4) and torch.allclose(vmap(), reference, atol=1e-4)
-            print(
-                f"seeds={n_seeds} rows/seed~{rows} width={d}: loop {timed(loop):.1f} us, "
-                f"bmm (padded) {timed(bmm):.1f} us, vmap (padded) {timed(vmap):.1f} us"
-            )
+            print(case(n_seeds, rows, args.width))
 
 
 if __name__ == "__main__":
