@@ -81,6 +81,8 @@ LEAK_SEEDS = tuple(range(48))
 """Seeds of the leak check, with and without the leak at d_env = 1 (the sweep's 12 first)."""
 RUNS = [(1, False, LEAK_SEEDS), (4, False, SEEDS), (32, False, SEEDS), (1, True, LEAK_SEEDS)]
 """(d_env, leak_primitive_role, seeds) of every trained setting."""
+LOCKSTEP_SEEDS = 12
+"""Seeds trained and evaluated together (``train_seeds``, ``evaluate_seeds``), as a train job does."""
 FIRST_CALL_MARGIN = 0.1
 """How far apart two settings' mean first-call accuracies may be and still count as the same (the
 module docstring says why)."""
@@ -120,8 +122,8 @@ def study(config, one_thread) -> pl.DataFrame:
             }
         )
 
-    def evaluate(policy: tiny.ToolPointer) -> list[dict]:
-        return tiny.evaluate(policy, pool.heldout_envs, heldout, seed=eval_seed, first_primitive=True)
+    def evaluate(policies: list[tiny.ToolPointer]) -> list[list[dict]]:
+        return tiny.evaluate_seeds(policies, pool.heldout_envs, heldout, seed=eval_seed, first_primitive=True)
 
     for d_env, leak, seeds in RUNS:
         design = Design(
@@ -136,15 +138,20 @@ def study(config, one_thread) -> pl.DataFrame:
         settings = tiny.TrainSettings.from_dict(
             {**backend_settings(config["train"], design), "lr": SCIENCE_LR, "leak_primitive_role": leak}
         )
-        for seed in seeds:
+        for wave in range(0, len(seeds), LOCKSTEP_SEEDS):  # each seed's run and records are those it has alone
+            wave_seeds = list(seeds[wave : wave + LOCKSTEP_SEEDS])
             if (d_env, leak) == (1, False):
-                torch.manual_seed(seed)
-                record("untrained", d_env, seed, evaluate(tiny.make_policy(settings)))
-            result = tiny.train(run_envs, run_tasks, settings, seed)
-            assert result.status == "ok"
-            policy = tiny.make_policy(settings)
-            policy.load_state_dict(result.state)
-            record("leak" if leak else "plain", d_env, seed, evaluate(policy))
+                untrained = []
+                for seed in wave_seeds:
+                    torch.manual_seed(seed)
+                    untrained.append(tiny.make_policy(settings))
+                for seed, episodes in zip(wave_seeds, evaluate(untrained)):
+                    record("untrained", d_env, seed, episodes)
+            results = tiny.train_seeds(run_envs, run_tasks, settings, wave_seeds)
+            assert [result.status for result in results] == ["ok"] * len(wave_seeds)
+            policies = [tiny.policy_of(tiny.checkpoint(result)) for result in results]
+            for seed, episodes in zip(wave_seeds, evaluate(policies)):
+                record("leak" if leak else "plain", d_env, seed, episodes)
     for kind in ("random", "memoriser"):
         record(
             kind, None, None, tiny.baseline_episodes(kind, pool.envs, pool.tasks, pool.heldout_envs, heldout, eval_seed)
