@@ -225,12 +225,25 @@ class PolicyStack:
             }
 
     def linear(self, name: str, x: torch.Tensor, seeds: SeedRows) -> torch.Tensor:
-        parts = []
-        for s, (policy, part) in enumerate(zip(self.policies, x.split(seeds.counts))):
-            layer = getattr(policy, name)
-            self.flops[s] += _count(part.shape[0], layer.in_features, layer.out_features)
-            parts.append(F.linear(part, layer.weight, layer.bias))
-        return torch.cat(parts)
+        """Each seed's layer on its rows: the product ``F.linear`` computes, written in place into
+        one output without gradients (a concatenation would copy every output once more), or
+        concatenated with them."""
+        layers = [getattr(policy, name) for policy in self.policies]
+        grad = torch.is_grad_enabled()
+        out = None if grad else x.new_empty(len(x), layers[0].out_features)
+        parts, first = [], 0
+        for s, (layer, part) in enumerate(zip(layers, x.split(seeds.counts))):
+            rows = len(part)
+            if rows:
+                self.flops[s] += _count(rows, layer.in_features, layer.out_features)
+            if grad:
+                parts.append(F.linear(part, layer.weight, layer.bias))
+            elif rows and layer.bias is None:
+                torch.mm(part, layer.weight.t(), out=out[first : first + rows])
+            elif rows:
+                torch.addmm(layer.bias, part, layer.weight.t(), out=out[first : first + rows])
+            first += rows
+        return torch.cat(parts) if grad else out
 
     def embed(self, name: str, index: torch.Tensor, seeds: SeedRows) -> torch.Tensor:
         table, size = self.tables[name]
