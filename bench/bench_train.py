@@ -3,13 +3,13 @@
 Run: python bench/bench_train.py [--updates 100] [--visits 32] [--group-size 8] [--width 64] [--algo grpo] [--repeats 1]
      [--alone]
 ``--repeats N`` trains seeds 0 .. N-1 in lockstep (``train_seeds``: one forward per step for all of them), or one after
-another with ``--alone`` (each seed's run is bit-identical either way). Prints per seed: the seconds of its share of the
-training (the lockstep wall time over the seeds; process start, imports and pool synthesis excluded), the CPU-second
-split between rollouts and optimisation, the seconds of the rollouts' policy forwards, env steps (= decisions) per
-second and the process's peak RSS; then the whole training's wall seconds and env steps per second, and its floor: the
-seconds that the run's counted FLOPs take as plain torch matrix products of the run's own shapes on this machine (each
-counted product replayed as ``F.linear`` on random tensors of its shape, a training product three times), with the
-ratio of the wall time to it. Numbers to record in bench/README.md.
+another with ``--alone`` (each seed's run is bit-identical either way). Prints per seed: its CPU seconds (in lockstep,
+its share of the seeds' shared rollouts and updates), split between rollouts and optimisation, the wall seconds of
+the rollouts' policy forwards, env steps (= decisions) per second and the process's peak RSS; then the whole
+training's wall seconds (process start, imports and pool synthesis excluded) and env steps per second, and its
+floor: the seconds that the run's counted FLOPs take as plain torch matrix products of the run's own shapes on this
+machine (each counted product replayed as ``F.linear`` on random tensors of its shape, a training product three
+times), with the ratio of the wall time to it. Numbers to record in bench/README.md.
 """
 
 from __future__ import annotations

@@ -22,8 +22,15 @@ minibatches; synthetic trajectories (which ones are replayed, simulator seeds, s
 actions) draw from a generator of their own, seeded apart from those four so that asking for
 them leaves the real rollouts' streams as they were. Thread counts are the caller's business.
 
+A job's seeds train in lockstep (``train_seeds``; ``train`` is one seed of it): each update, the
+real rollouts of every running seed are scored together (``rollout_seeds``) and so are their
+update rules' forwards and backwards (``run_updates``), while each seed keeps its own policy,
+optimiser, generators, caps and synthetic source (``SeedRun``), so that a seed's run is bit for
+bit the run it has alone.
+
 Top to bottom: the settings, the result and the run's totals; the caps; the parts of an update
-(its visit, its rollouts, its metrics row); last ``train``, whose loop is ROLLOUT, UPDATE, RECORD.
+(its visit, its metrics row); ``train`` and ``train_seeds``, whose loop is ROLLOUT, UPDATE, RECORD;
+last ``SeedRun``, one seed's state and its side of each update.
 The update rules and their registry ``UPDATES`` live in ``updates``, the synthetic trajectories
 (and ``TaskSampler``, which walks the tasks as well as a task's replay rows) in ``synthetic``.
 """
