@@ -45,8 +45,8 @@ def train(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, str
     planned = {key: budget[key] for key in ("budget_visits", "budget_rollouts", "max_rollout_steps", "max_flops")}
     horizon = float(np.mean([json.loads(spec)["max_steps"] for spec in envs["spec"]]))
     effective = effective_d_task(tasks)
-    seeds, run_of = settings["seeds"], dict(zip(settings["seeds"], settings["run_keys"]))
-    log.info("train %s seeds %s in lockstep: %d envs, %d tasks", settings["run_keys"], seeds, envs.height, tasks.height)
+    seeds, run_keys = settings["seeds"], settings["run_keys"]
+    log.info("train %s seeds %s in lockstep: %d envs, %d tasks", run_keys, seeds, envs.height, tasks.height)
     results = train_seeds(
         envs.to_dicts(),
         tasks.to_dicts(),
@@ -56,8 +56,7 @@ def train(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, str
         progress=lambda seed, row: log.info("seed %d update %d reward %.3f", seed, row["update"], row["reward_mean"]),
     )
     metrics, runs, checkpoints = [], [], {}
-    for seed, result in zip(seeds, results):
-        run = run_of[seed]
+    for seed, run, result in zip(seeds, run_keys, results):
         tail = result.metrics[-max(1, len(result.metrics) // 5) :]
         metrics += [{"run_key": run, "seed": seed, **row} for row in result.metrics]
         if result.error is not None:
@@ -83,13 +82,10 @@ def train(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, str
         [policy_of(checkpoints[seed]) for seed in seeds], heldout_envs, heldout_tasks, settings["evaluate"]["seed"]
     )
     episodes = []
-    for seed, rows in zip(seeds, evaluated):
-        episodes += [{"run_key": run_of[seed], "seed": seed, **row} for row in rows]
+    for seed, run, rows in zip(seeds, run_keys, evaluated):
+        episodes += [{"run_key": run, "seed": seed, **row} for row in rows]
         log.info(
-            "evaluate %s: %d held-out episodes, success %.3f",
-            run_of[seed],
-            len(rows),
-            np.mean([r["success"] for r in rows]),
+            "evaluate %s: %d held-out episodes, success %.3f", run, len(rows), np.mean([r["success"] for r in rows])
         )
     save_checkpoints(checkpoints, outputs["policies"])
     write_artifact(pl.DataFrame(metrics, infer_schema_length=None), outputs["metrics"], spec)

@@ -77,9 +77,10 @@ def evaluate(
     action_rng = np.random.default_rng([seed, 1])
     policy.eval()
     records = []
+    chunk = _chunk(policy)
     with no_cyclic_gc():
-        for start in range(0, len(tasks), _chunk(policy)):
-            episodes = starts.fork(start, start + _chunk(policy))
+        for start in range(0, len(tasks), chunk):
+            episodes = starts.fork(start, start + chunk)
             rollout(policy, episodes, action_rng)
             records += _records(episodes, first_primitive)
     return records

@@ -22,11 +22,11 @@ come from the rows it actually processed.
 from __future__ import annotations
 
 import contextlib
-import json
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
+import numpy as np
 import torch
 from torch import nn
 from torch.nn import functional as F
@@ -203,9 +203,8 @@ class PolicyStack:
 
     def __init__(self, policies: Sequence[ToolPointer], trainable: bool = False) -> None:
         first = policies[0]
-        configs = {json.dumps(policy.config(), sort_keys=True) for policy in policies}
-        if len(configs) != 1:
-            raise ValueError(f"a policy stack needs one architecture, got {sorted(configs)}")
+        if any(policy.config() != first.config() for policy in policies):
+            raise ValueError(f"a policy stack needs one architecture, got {[policy.config() for policy in policies]}")
         self.policies = list(policies)
         self.n_seeds = len(policies)
         self.width = first.width
@@ -381,6 +380,30 @@ def embed(layer: nn.Embedding, index: torch.Tensor) -> torch.Tensor:
     """``layer(index)`` without ``Module.__call__``'s dispatch (the same op: no padding index,
     norm or hooks are used on these layers)."""
     return F.embedding(index, layer.weight)
+
+
+class SeedScores(NamedTuple):
+    """One seed's decisions of a lockstep batch, re-indexed as the seed's own batch would hold them."""
+
+    logits: torch.Tensor
+    """The seed's candidate rows' scores (a slice of the batch's)."""
+    segment: torch.Tensor
+    """The seed's decision of each of its candidate rows."""
+    starts: np.ndarray
+    """The first of each decision's candidate rows among the seed's."""
+    counts: np.ndarray
+
+
+def seed_scores(logits: torch.Tensor, b: Batch, first: int, n_decisions: int) -> SeedScores:
+    """The scores of decisions ``first .. first + n_decisions`` of ``b`` (one seed's, which are
+    contiguous), so that what is computed from them per seed is computed on that seed's rows alone."""
+    starts, counts = b.cand_start[first : first + n_decisions], b.cand_count[first : first + n_decisions]
+    first_cand = int(starts[0])
+    seed_logits = logits[first_cand : first_cand + int(counts.sum())]
+    segment = b.cand_decision[first_cand : first_cand + len(seed_logits)]
+    if first:
+        starts, segment = starts - first_cand, segment - first
+    return SeedScores(seed_logits, segment, starts, counts)
 
 
 def segment_log_softmax(logits: torch.Tensor, segment: torch.Tensor, n_segments: int) -> torch.Tensor:

@@ -24,7 +24,7 @@ import torch
 
 from axisrl.backends.tiny.encoding import Decision, EpisodeFeatures
 from axisrl.backends.tiny.features import Batch, collate, collate_episodes
-from axisrl.backends.tiny.policy import PolicyStack, ToolPointer, segment_entropy, segment_log_softmax
+from axisrl.backends.tiny.policy import PolicyStack, ToolPointer, seed_scores, segment_entropy, segment_log_softmax
 from axisrl.backends.tiny.view import CompactEpisode
 from axisrl.domains.toolworld import ToolworldEnv
 from axisrl.domains.toolworld.canon import canonical_json
@@ -401,12 +401,12 @@ def _lockstep(
             logits, values = scorer(batch, encoded)
             policy_seconds = time.perf_counter() - forward_started
             node_values = None if values is None else values.tolist()
-            first_node, first_live = 0, 0
+            first_node, first_live, playing = 0, 0, sum(map(bool, live))
             for s in range(n_seeds):
                 n_live = len(live[s])
                 if not n_live:
                     continue
-                stats[s].policy_seconds += policy_seconds / sum(map(bool, live))
+                stats[s].policy_seconds += policy_seconds / playing
                 seed_node_of = node_of[first_live : first_live + n_live] - first_node
                 n_nodes = int(seed_node_of.max()) + 1
                 actions, log_probs = _choose(
@@ -477,18 +477,10 @@ def _choose(
     """One seed's actions at its nodes ``first_node ... + n_nodes`` of ``batch`` (scripted, sampled
     with ``rng`` or greedy) and their log-probs, from that seed's slice of the scores alone (so
     that it is computed as the seed alone computes it); None for non-finite scores."""
-    starts, counts = (
-        batch.cand_start[first_node : first_node + n_nodes],
-        batch.cand_count[first_node : first_node + n_nodes],
-    )
-    first_cand = int(starts[0])
-    seed_logits = logits[first_cand : first_cand + int(counts.sum())]
+    seed_logits, segment, starts, counts = seed_scores(logits, batch, first_node, n_nodes)
     if not torch.isfinite(seed_logits).all():
         stats.diverged = True
         return None, []
-    segment = batch.cand_decision[first_cand : first_cand + len(seed_logits)]
-    if first_node:
-        starts, segment = starts - first_cand, segment - first_node
     log_probs = segment_log_softmax(seed_logits, segment, n_nodes)
     entropy = segment_entropy(log_probs, segment, n_nodes).numpy()
     stats.entropy_sum += float(entropy[node_of].sum())

@@ -32,7 +32,7 @@ from axisrl.backends.tiny.algos import (
 )
 from axisrl.backends.tiny.fast_torch import Adam
 from axisrl.backends.tiny.features import collate, collate_episodes
-from axisrl.backends.tiny.policy import PolicyStack, ToolPointer, segment_entropy, segment_log_softmax
+from axisrl.backends.tiny.policy import PolicyStack, ToolPointer, seed_scores, segment_entropy, segment_log_softmax
 from axisrl.backends.tiny.rollout import Diverged, Episode, distinct
 
 if TYPE_CHECKING:
@@ -187,12 +187,7 @@ def _score_requests(policies: Sequence[ToolPointer], requests: Sequence[Score]) 
     after = [policy.flops for policy in policies] if n_seeds == 1 else scorer.flops
     scored = []
     for s, (first, n_decisions, index, actions) in enumerate(parts):
-        starts, counts = batch.cand_start[first : first + n_decisions], batch.cand_count[first : first + n_decisions]
-        first_cand = int(starts[0])
-        seed_logits = logits[first_cand : first_cand + int(counts.sum())]
-        segment = batch.cand_decision[first_cand : first_cand + len(seed_logits)]
-        if first:
-            starts, segment = starts - first_cand, segment - first
+        seed_logits, segment, starts, _ = seed_scores(logits, batch, first, n_decisions)
         log_probs = segment_log_softmax(seed_logits, segment, n_decisions)
         taken = torch.from_numpy(starts[index] + np.asarray(actions, dtype=np.int64))
         at = torch.from_numpy(index)
