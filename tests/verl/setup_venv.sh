@@ -18,7 +18,10 @@ PYTHON=${PYTHON:-python}
 CANNOT_BUILD=77
 # `pip install verl` alone cannot run: the V1 trainer imports transfer_queue and the agent loop
 # imports cachetools and uvicorn (all from verl's verl-core extra, whose GPU-side rest is not needed).
-REQUIREMENTS=(verl==0.9.1 cachetools uvicorn fastapi pyzmq msgspec TransferQueue)
+# kernels: the main environment's newer transformers pulls a kernels (0.19) whose LayerRepository needs a
+# revision, and the venv's transformers 5.10 imports it at import time without one; the venv gets the kernels
+# range that its transformers declares (its `kernels` extra: >=0.12,<0.13).
+REQUIREMENTS=(verl==0.9.1 cachetools uvicorn fastapi pyzmq msgspec TransferQueue "kernels>=0.12,<0.13")
 STAMP="$VENV/.axisrl-requirements"
 LOG="$VENV/install.log"
 
