@@ -278,7 +278,7 @@ def backend_settings(train: Mapping[str, Any], design: Mapping[str, Any]) -> dic
     design (its training budget, its algorithm's options, its axes). The train key hashes exactly
     this, so an option a design does not read (a cap of another convention, the other algorithm's
     options) never retrains it."""
-    unread = {"backend", "llm", *BUDGET_KEYS}
+    unread = {"backend", "llm", "init", *BUDGET_KEYS}  # init: the train stage's base, keyed by its upstream
     unread.update(option for algo, options in ALGO_ONLY.items() if algo != design["algo"] for option in options)
     return {
         **{k: v for k, v in train.items() if k not in unread},

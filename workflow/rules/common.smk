@@ -8,7 +8,15 @@ from axisrl.cluster_cost import allocation_shortfall
 from axisrl.config import ConfigError, load_yaml, validate_config
 from axisrl.plan import Design
 from axisrl.scripting import Uncompared
-from axisrl.stages import STAGES, episodes_stage, point_jobs, study, value_at
+from axisrl.stages import (
+    STAGES,
+    base_spec,
+    episodes_stage,
+    point_jobs,
+    starts_from_base,
+    study,
+    value_at,
+)
 from axisrl.targets import (
     FIGURES,
     LAW_FRAMES,
@@ -30,6 +38,15 @@ except ConfigError as error:
 TRAIN_BACKEND = CONFIG["train"]["backend"]
 GPU_RESOURCES = CONFIG["resources"]
 TRAIN = {point.train.key: point for point in STUDY.points.values()}
+BASES = (
+    {
+        base_spec(width, STUDY.hashed, STUDY.specs).key: width
+        for width in sorted({point.design.width for point in STUDY.points.values()})
+    }
+    if starts_from_base(CONFIG)
+    else {}
+)
+"""The pretrain key of each policy width's base, when runs start from one."""
 EVALUATE = {point.evaluate.key: point for point in STUDY.points.values() if point.evaluate}
 
 
@@ -67,6 +84,7 @@ EPISODES_STAGE = episodes_stage(TRAIN_BACKEND)
 
 wildcard_constraints:
     train_key=r"[0-9a-f]{12}",
+    pretrain_key=r"[0-9a-f]{12}",
     eval_key=r"[0-9a-f]{12}",
     seed=r"\d+",
 
@@ -129,7 +147,26 @@ def training_pool(wildcards):
             synthetic_tasks=f"{stage_dir('dedup_sources')}/synthetic_tasks.parquet",
             synthetic_trajectories=f"{stage_dir('sources')}/synthetic_trajectories.parquet",
         )
+    base = point_of_train(wildcards.train_key).train.inputs.get("pretrain")
+    if base is not None:
+        files.update(base_files(base))
     return files
+
+
+def base_files(key):
+    """A base's weights and its held-out episodes (what a run starting from it reads)."""
+    return {
+        "base": f"{RESULTS}/pretrain/{key}/base.pt",
+        "base_episodes": f"{RESULTS}/pretrain/{key}/episodes.parquet",
+    }
+
+
+def pretrain_spec(wildcards):
+    return base_spec(BASES[wildcards.pretrain_key], STUDY.hashed, STUDY.specs)
+
+
+def pretrain_settings(wildcards):
+    return Uncompared(STAGES["pretrain"].settings(CONFIG, width=BASES[wildcards.pretrain_key]))
 
 
 def train_settings(wildcards):

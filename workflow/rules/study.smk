@@ -14,6 +14,40 @@ rule plan:
 
 if TRAIN_BACKEND == "tiny":
 
+    rule pretrain:
+        input:
+            envs=f"{stage_dir('dedup')}/envs.parquet",
+            placebo_envs=f"{stage_dir('dedup')}/placebo_envs.parquet",
+            heldout_envs=f"{stage_dir('dedup')}/heldout_envs.parquet",
+            heldout_tasks=f"{stage_dir('dedup')}/heldout_tasks.parquet",
+        output:
+            envs=f"{RESULTS}/pretrain/{{pretrain_key}}/envs.parquet",
+            tasks=f"{RESULTS}/pretrain/{{pretrain_key}}/tasks.parquet",
+            checkpoints=f"{RESULTS}/pretrain/{{pretrain_key}}/checkpoints.parquet",
+            base=f"{RESULTS}/pretrain/{{pretrain_key}}/base.pt",
+            episodes=f"{RESULTS}/pretrain/{{pretrain_key}}/episodes.parquet",
+        log:
+            f"{RESULTS}/logs/pretrain/{{pretrain_key}}.log",
+        benchmark:
+            f"{RESULTS}/benchmarks/pretrain/{{pretrain_key}}.tsv"
+        priority: 10  # every train job waits on its base
+        conda:
+            "../../envs/core.yaml"
+        threads: 1
+        resources:
+            mem_mb=1000,
+            runtime=30,
+        params:
+            spec=pretrain_spec,
+            settings=pretrain_settings,
+        script:
+            "../scripts/stage.py"
+
+    rule base:
+        """Every base the study's runs start from (one per policy width), with its checkpoints' V success."""
+        input:
+            [base_files(key)["base"] for key in BASES],
+
     rule train:
         input:
             unpack(training_pool),

@@ -148,11 +148,32 @@ def _train(read: Mapping[str, Any], design: Design, seeds: Sequence[int]) -> dic
         settings["sources"] = read["sources"]
     if train["backend"] == "tiny":
         settings["evaluate"] = {"backend": read["evaluate"]["backend"], "seed": read["evaluate"]["seed"]}
+        if starts_from_base(read):  # absent for random init, so those keys are the keys of the study before bases
+            settings["init"] = "base"
     else:
         settings["llm"] = train["llm"]
         if "resources" in read:  # speed only: in the job's settings, never in its key
             settings["resources"] = read["resources"]["train"]
     return settings
+
+
+def starts_from_base(config: Mapping[str, Any]) -> bool:
+    """Whether the study's runs start from a pretrained base of the pretrain stage (the tiny backend
+    with ``train.init: base``; a verl run's base is its model)."""
+    return config["train"]["backend"] == "tiny" and config["train"]["init"] == "base"
+
+
+def _pretrain(read: Mapping[str, Any], width: int) -> dict[str, Any]:
+    """One base: the pretraining pool's sizes (the synthesize section's world shapes), behaviour
+    cloning's settings, the policy it pretrains (width, leak) and the seed of its V evaluation."""
+    return {
+        "domain": read["domain"],
+        "synthesize": {k: v for k, v in read["synthesize"].items() if k in ("tables", "rows_per_table", "max_steps")},
+        "pretrain": read["pretrain"],
+        "width": width,
+        "leak_primitive_role": read["train"]["leak_primitive_role"],
+        "evaluate_seed": read["evaluate"]["seed"],
+    }
 
 
 def _evaluate(read: Mapping[str, Any], design: Design, seeds: Sequence[int]) -> dict[str, Any]:
@@ -200,17 +221,34 @@ STAGES: dict[str, Stage] = {
             derive=_sources,
         ),
         Stage("dedup_sources", reads=("dedup",), upstream=("sources", "dedup"), run="dedup:dedup_sources"),
+        Stage(
+            "pretrain",
+            reads=(
+                "domain",
+                "synthesize.tables",
+                "synthesize.rows_per_table",
+                "synthesize.max_steps",
+                "pretrain",
+                "train.leak_primitive_role",
+                "evaluate.seed",
+            ),
+            upstream=("dedup",),
+            run="pretrain:pretrain",
+            derive=_pretrain,
+            note="tiny backend with `train.init: base` only: one key per policy width (the base of that width)",
+        ),
         Stage("plan", reads=("domain", "study"), upstream=(), run="collect:plan"),
         Stage(
             "train",
             reads=("domain", "train", "evaluate", "sources", "resources"),
-            upstream=("dedup", "dedup_sources"),
+            upstream=("dedup", "dedup_sources", "pretrain"),
             run={"tiny": "train:train", "verl": "gpu:train_verl"},
             derive=_train,
             note="one key per grid point and seed batch (the tiny backend trains and evaluates its seeds in one job, "
             "verl one job per seed); `train` options the design does not read are left out, and so are `evaluate` "
             "options but `backend` and `seed` with the tiny backend; `sources` and `dedup_sources` for a mixture "
-            "design only; `resources` is speed only",
+            "design only; `pretrain` (the base of the point's width) and `init` with `train.init: base` only; "
+            "`resources` is speed only",
         ),
         Stage(
             "evaluate",
@@ -291,6 +329,8 @@ def point_jobs(
     upstream = {"dedup": specs["dedup"].key}
     if design.source != "real":  # only mixture designs read the synthetic sources
         upstream["dedup_sources"] = specs["dedup_sources"].key
+    if starts_from_base(hashed):
+        upstream["pretrain"] = base_spec(design.width, hashed, specs).key
     train = STAGES["train"].spec(hashed, upstream, design=design, seeds=seeds)
     evaluate = (
         None
@@ -298,6 +338,11 @@ def point_jobs(
         else STAGES["evaluate"].spec(hashed, {"train": train.key}, design=design, seeds=seeds)
     )
     return PointJobs(design, tuple(seeds), tuple(run_key(design.point_key, s) for s in seeds), train, evaluate)
+
+
+def base_spec(width: int, hashed: Mapping[str, Any], specs: Mapping[str, StageSpec]) -> StageSpec:
+    """The pretrain spec of the base that runs of policy width ``width`` start from."""
+    return STAGES["pretrain"].spec(hashed, {"dedup": specs["dedup"].key}, width=width)
 
 
 def study(config: Mapping[str, Any], schema: Mapping[str, Any]) -> Study:
@@ -341,10 +386,12 @@ __all__ = [
     "PointJobs",
     "Stage",
     "Study",
+    "base_spec",
     "episodes_stage",
     "key_table",
     "point_jobs",
     "project",
+    "starts_from_base",
     "study",
     "value_at",
 ]

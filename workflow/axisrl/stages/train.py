@@ -46,6 +46,7 @@ def train(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, str
     horizon = float(np.mean([json.loads(spec)["max_steps"] for spec in envs["spec"]]))
     effective = effective_d_task(tasks)
     seeds, run_keys = settings["seeds"], settings["run_keys"]
+    init, base = starting_point(settings, inputs)
     log.info("train %s seeds %s in lockstep: %d envs, %d tasks", run_keys, seeds, envs.height, tasks.height)
     results = train_seeds(
         envs.to_dicts(),
@@ -54,6 +55,7 @@ def train(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, str
         seeds,
         synthetic=synthetic,
         progress=lambda seed, row: log.info("seed %d update %d reward %.3f", seed, row["update"], row["reward_mean"]),
+        init=init,
     )
     metrics, runs, checkpoints = [], [], {}
     for seed, run, result in zip(seeds, run_keys, results):
@@ -75,6 +77,7 @@ def train(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, str
                 **planned,
                 **cost_drivers(result.compute, result.timings, horizon),
                 **effective,
+                **base,
             }
         )
         checkpoints[seed] = checkpoint(result)
@@ -91,6 +94,22 @@ def train(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, str
     write_artifact(pl.DataFrame(metrics, infer_schema_length=None), outputs["metrics"], spec)
     write_artifact(pl.DataFrame(runs, infer_schema_length=None), outputs["runs"], spec)
     write_artifact(pl.DataFrame(episodes, infer_schema_length=None), outputs["episodes"], spec)
+
+
+def starting_point(settings: Mapping[str, Any], inputs: Mapping[str, str]) -> tuple[Any, dict[str, Any]]:
+    """The weights every seed starts from (None: random init) and what the runs' rows record of
+    the base: its parameter hash, BC steps and FLOPs (the base's compute, kept apart from the run's
+    ``executed_compute`` as the paper keeps pretraining apart from RL) and its own held-out success
+    per tier (``p_<tier>_base``). Nothing for random init."""
+    if settings.get("init") != "base":
+        return None, {}
+    import torch
+
+    from axisrl.stages.pretrain import base_success
+
+    base = torch.load(inputs["base"], weights_only=True)[0]
+    record = {"base_param_hash": base["param_hash"], "base_bc_steps": base["bc_steps"], "base_flops": base["bc_flops"]}
+    return base["state_dict"], {**record, **base_success(read_artifact(inputs["base_episodes"], "pretrain"))}
 
 
 def heldout(inputs: Mapping[str, str]) -> tuple[pl.DataFrame, pl.DataFrame]:

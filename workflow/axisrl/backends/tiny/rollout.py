@@ -352,13 +352,15 @@ def rollout_seeds(
     episodes: Sequence[Sequence[Episode]],
     rngs: Sequence[np.random.Generator | None],
     step_budgets: Sequence[int | None],
+    scripts: Sequence[Sequence[Sequence[Any]]] | None = None,
 ) -> list[RolloutStats]:
     """``rollout`` for every seed of a ``PolicyStack`` at once: seed s plays ``episodes[s]`` with its
-    own policy, generator and step budget, and every step of every seed is scored in one forward.
+    own policy, generator and step budget (teacher-forced on ``scripts[s]`` when given), and every
+    step of every seed is scored in one forward.
     Each seed's episodes and stats are bit for bit those of ``rollout`` with its policy alone. A
     seed whose scores turn non-finite stops there with ``diverged`` set; the others play on. The
     shared costs (the forwards' and the whole rollout's wall time) are split evenly among the seeds."""
-    return _lockstep(stack if stack.n_seeds > 1 else stack.policies[0], episodes, rngs, step_budgets, None)
+    return _lockstep(stack if stack.n_seeds > 1 else stack.policies[0], episodes, rngs, step_budgets, scripts)
 
 
 def _lockstep(

@@ -1,4 +1,5 @@
-"""GRPO and PPO on toolworld with the ToolPointer policy, one update at a time.
+"""GRPO and PPO on toolworld with the ToolPointer policy, one update at a time; and behaviour cloning
+(``algo="bc"``), which pretrains the study's base through the same loop.
 
 One update visits ``visits_per_update`` tasks (walking a seeded shuffle of the training tasks,
 reshuffled each pass, so every task is visited equally often), rolls out ``group_size`` episodes
@@ -6,6 +7,11 @@ of each (one episode seed, so one anonymisation, per group: the samples of one p
 ``grpo_minibatches`` optimiser steps (GRPO) or ``ppo_epochs`` x ``ppo_minibatches`` steps (PPO): the update rule
 ``UPDATES`` holds under ``algo``. A non-finite score, loss, gradient or parameter ends the run
 with status ``"failed"`` and the metrics so far.
+
+Behaviour cloning plays no sampled rollouts: each visited task's reference calls are teacher-forced
+through the real environment (``group_size`` copies, so 1 is its sensible value) and the ``bc`` rule
+trains on them. A run starts from random weights, or from ``init`` (a base's weights: the value head
+that PPO adds and a BC base lacks starts from the seed's random init).
 
 Synthetic trajectories (``SyntheticTrajectories``, GRPO only) join every group: ``per_group``
 of them per task beside the ``group_size`` real rollouts, the group's advantages normalised over
@@ -40,10 +46,11 @@ from __future__ import annotations
 import copy
 import dataclasses
 import hashlib
+import json
 import logging
 import math
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -80,7 +87,7 @@ class TrainSettings:
     no KL and no reference model."""
 
     algo: str = "grpo"
-    """The update rule, a key of ``UPDATES``: ``grpo`` or ``ppo``."""
+    """The update rule, a key of ``UPDATES``: ``grpo``, ``ppo`` or ``bc`` (behaviour cloning on the tasks' references)."""
     width: int = 64
     """The policy's embedding and hidden width."""
     updates: int = 100
@@ -206,6 +213,8 @@ class TrainResult:
     (benchmarks), and the rollouts' cost drivers (wall seconds and counts of env calls,
     verifications and policy forwards; see ``RolloutStats``)."""
     error: str | None = None
+    snapshots: dict[int, dict[str, torch.Tensor]] = field(default_factory=dict)
+    """The weights after each update count asked for (``train_seeds``' ``snapshots``; 0: the initial weights)."""
 
 
 COST_DRIVERS = ("env_seconds", "env_calls", "verifier_seconds", "verifier_calls", "policy_seconds")
@@ -274,6 +283,15 @@ def make_policy(settings: TrainSettings) -> ToolPointer:
     return ToolPointer(settings.width, settings.leak_primitive_role, value_head=settings.algo == "ppo")
 
 
+def load_base(policy: ToolPointer, base: Mapping[str, torch.Tensor]) -> None:
+    """Start ``policy`` from a base's weights. Every weight the base has must fit; the only ones it
+    may lack are the value head's (a BC base has none; PPO's critic starts from its seed's init)."""
+    missing, unexpected = policy.load_state_dict(dict(base), strict=False)
+    stray = [name for name in missing if not name.startswith("critic.")]
+    if stray or unexpected:
+        raise ValueError(f"the base does not fit this policy: missing {stray}, unexpected {list(unexpected)}")
+
+
 def _zero_variance_groups(scores: torch.Tensor, group: torch.Tensor) -> int:
     """Groups of two or more whose scores are all equal: every advantage in them is zero."""
     count = 0
@@ -326,6 +344,8 @@ class Visit(NamedTuple):
     synthetic: SyntheticEpisodes
     groups: torch.Tensor
     """The group (index of the task) of every episode, real then synthetic."""
+    scripts: list[list[Any]] | None = None
+    """Behaviour cloning: each episode's reference calls, teacher-forced instead of sampled."""
 
 
 class Prepared(NamedTuple):
@@ -365,7 +385,8 @@ def _visit(
     groups = torch.cat(
         [torch.arange(len(tasks)).repeat_interleave(s.group_size), torch.tensor(synthetic.groups, dtype=torch.int64)]
     )
-    return Visit(tasks, episodes, synthetic, groups)
+    scripts = [json.loads(task["reference"]) for task in tasks for _ in range(s.group_size)] if s.algo == "bc" else None
+    return Visit(tasks, episodes, synthetic, groups, scripts)
 
 
 def _add_timings(timings: dict[str, float], played: Played, rollout_seconds: float, train_seconds: float) -> None:
@@ -420,11 +441,12 @@ def train(
     seed: int,
     progress: Callable[[dict[str, Any]], None] | None = None,
     synthetic: SyntheticTrajectories | None = None,
+    init: Mapping[str, torch.Tensor] | None = None,
 ) -> TrainResult:
-    """Train a fresh policy on ``tasks`` (rows of env ``envs``), with ``synthetic`` trajectories in
-    its groups if given; see the module docstring."""
+    """Train a policy on ``tasks`` (rows of env ``envs``), from random weights or from ``init``,
+    with ``synthetic`` trajectories in its groups if given; see the module docstring."""
     return train_seeds(
-        envs, tasks, settings, [seed], None if progress is None else lambda _, row: progress(row), synthetic
+        envs, tasks, settings, [seed], None if progress is None else lambda _, row: progress(row), synthetic, init
     )[0]
 
 
@@ -435,17 +457,22 @@ def train_seeds(
     seeds: Sequence[int],
     progress: Callable[[int, dict[str, Any]], None] | None = None,
     synthetic: SyntheticTrajectories | None = None,
+    init: Mapping[str, torch.Tensor] | None = None,
+    snapshots: Collection[int] = (),
 ) -> list[TrainResult]:
     """``train`` for every seed of ``seeds`` at once, in lockstep: each update, every seed still
     running plays its visit's real rollouts together with the others' (one forward per step for
     all seeds, ``rollout_seeds``), then takes its own update. A seed's run is a function of its
     seed alone, bit for bit ``train(..., seed)``: its own policy, optimiser, generators and caps;
     one that fails or ends early drops out while the others go on. ``progress(seed, row)`` after
-    each of a seed's updates."""
+    each of a seed's updates. Every seed starts from ``init`` when given (a base's weights), and
+    its result keeps its weights after each update count in ``snapshots``."""
     if len(set(seeds)) != len(seeds):
         raise ValueError(f"seeds must be distinct, got {list(seeds)}")
     with no_cyclic_gc():
-        runs = [SeedRun(envs, tasks, settings, seed, synthetic) for seed in seeds]
+        runs = [SeedRun(envs, tasks, settings, seed, synthetic, init) for seed in seeds]
+        for run in runs:
+            run.snapshot(0, snapshots)
         stack: PolicyStack | None = None
         for update in range(settings.updates):
             # ROLLOUT: each running seed's visit, its real rollouts played in lockstep with the other seeds'
@@ -461,6 +488,7 @@ def train_seeds(
                     [visit.episodes for _, visit in playing],
                     [run.action_rng for run, _ in playing],
                     [run.steps_left() for run, _ in playing],
+                    None if settings.algo != "bc" else [visit.scripts for _, visit in playing],
                 )
             except Exception as exc:  # a shared rollout that raises fails every seed in it
                 for run, _ in playing:
@@ -475,8 +503,10 @@ def train_seeds(
             trained = (time.process_time() - started) / max(len(updating), 1)
             for (run, visit, prepared), out in zip(updating, outs):
                 run.record(update, visit, prepared, out, shared + prepared.seconds, trained)
-                if progress is not None and run.metrics and run.metrics[-1]["update"] == update:
-                    progress(run.seed, run.metrics[-1])
+                if run.metrics and run.metrics[-1]["update"] == update:
+                    run.snapshot(len(run.metrics), snapshots)
+                    if progress is not None:
+                        progress(run.seed, run.metrics[-1])
             stack.refresh()
         return [run.result() for run in runs]
 
@@ -494,6 +524,7 @@ class SeedRun:
         settings: TrainSettings,
         seed: int,
         synthetic: SyntheticTrajectories | None,
+        init: Mapping[str, torch.Tensor] | None = None,
     ) -> None:
         if not tasks:
             raise ValueError("no training tasks")
@@ -509,6 +540,8 @@ class SeedRun:
         )
         self.specs = Specs(envs)
         self.policy = make_policy(s)
+        if init is not None:
+            load_base(self.policy, init)
         self.reference = (
             copy.deepcopy(self.policy).requires_grad_(False) if s.algo == "grpo" and s.kl_coef > 0 else None
         )
@@ -522,8 +555,14 @@ class SeedRun:
         self.totals = RunTotals()
         self.timings = dict.fromkeys(TIMINGS, 0.0)
         self.status, self.error = "ok", None
+        self.snapshots: dict[int, dict[str, torch.Tensor]] = {}
         self.running = True
         """False once the run failed or a cap ended it."""
+
+    def snapshot(self, updates: int, wanted: Collection[int]) -> None:
+        """Keep the weights after ``updates`` updates, if they are ``wanted``."""
+        if updates in wanted:
+            self.snapshots[updates] = {k: v.detach().clone() for k, v in self.policy.state_dict().items()}
 
     def visit(self) -> Visit | None:
         """The next update's visit, None (and the run ends) when the caps leave no visit."""
@@ -606,4 +645,5 @@ class SeedRun:
             self.settings,
             self.timings,
             self.error,
+            self.snapshots,
         )

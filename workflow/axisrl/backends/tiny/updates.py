@@ -1,4 +1,4 @@
-"""The tiny trainer's update rules: GRPO and PPO, each a generator from an ``UpdateContext`` (the
+"""The tiny trainer's update rules: GRPO, PPO and behaviour cloning (BC), each a generator from an ``UpdateContext`` (the
 update's episodes, the policy and its optimiser) to ``UpdateStats``, registered in ``UPDATES``
 under the ``TrainSettings.algo`` that selects it.
 
@@ -43,6 +43,7 @@ __all__ = [
     "Backward",
     "Score",
     "UpdateContext",
+    "bc_update",
     "UpdateStats",
     "grpo_update",
     "ppo_update",
@@ -388,3 +389,20 @@ def ppo_update(u: UpdateContext) -> Generator[Score | Backward, Any, UpdateStats
             yield _backward(loss)
             grad_norm = _step(policy, u.optimizer, s.max_grad_norm)
     return UpdateStats(last_loss, grad_norm, kl, train_flops, len(steps))
+
+
+@register_update("bc")
+def bc_update(u: UpdateContext) -> Generator[Score | Backward, Any, UpdateStats]:
+    """Behaviour cloning (how the tiny study's base is pretrained): the cross-entropy of each
+    teacher-forced reference call among its decision's candidates, a mean over every step of the
+    update's episodes, then one optimiser step. The episodes are the tasks' references played
+    through the real environment (``train`` teacher-forces them when ``algo`` is ``bc``)."""
+    s, episodes = u.settings, u.episodes
+    steps = [(b, t) for b, e in enumerate(episodes) for t in range(len(e.actions))]
+    if not steps:
+        return UpdateStats()
+    scored = yield Score(episodes, steps)
+    loss = -scored.log_probs.mean()
+    yield _backward(loss)
+    grad_norm = _step(u.policy, u.optimizer, s.max_grad_norm)
+    return UpdateStats(float(loss.detach()), grad_norm, 0.0, 3 * scored.flops, len(steps))

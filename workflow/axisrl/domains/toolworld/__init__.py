@@ -9,7 +9,7 @@ explicit, measurable defects.
 
 from axisrl.domains.toolworld.defects import description_mismatches
 from axisrl.domains.toolworld.env import StepResult, ToolworldEnv, VerifyResult
-from axisrl.domains.toolworld.pool import Pool, generate_pool
+from axisrl.domains.toolworld.pool import PRETRAIN_TIER, Pool, generate_pool, generate_pretrain_pool
 from axisrl.domains.toolworld.render import observation_json, render_chat, tool_schemas
 from axisrl.domains.toolworld.signatures import schema_tokens, signatures, tool_tokens, transition_tokens
 from axisrl.domains.toolworld.simulated import SimulatedEnv
@@ -18,6 +18,7 @@ from axisrl.domains.toolworld.tasks import generate_tasks
 from axisrl.domains.toolworld.world import env_id, reskin, with_semantics, with_verifier
 
 __all__ = [
+    "PRETRAIN_TIER",
     "METHODS",
     "Method",
     "Pool",
@@ -29,6 +30,7 @@ __all__ = [
     "description_mismatches",
     "env_id",
     "generate_pool",
+    "generate_pretrain_pool",
     "generate_synthetic",
     "generate_tasks",
     "method_fidelity",

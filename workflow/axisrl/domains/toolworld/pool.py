@@ -17,6 +17,11 @@ sig_api, sig_schema or sig_sem occurs in training.
 Validation (tier V, ``heldout.validation_worlds``): worlds made like T2's from a seed range of their
 own, none of whose signatures occurs in training or in T2. They are what a learner's settings are
 chosen on, so that T2 stays the test set; no law and no "all" pool reads them.
+
+Pretraining (tier P, ``generate_pretrain_pool``): the tiny study's base is pretrained on worlds made
+like T2's from the ``pretrain.seed`` range, named from the training lexicon, none of whose
+sig_api, sig_schema, sig_sem or skin occurs in the training, placebo or held-out pools (or earlier
+in itself): the base has seen none of the worlds the study trains or tests on.
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ from axisrl.domains.toolworld.world import (
     sample_world,
 )
 
+PRETRAIN_TIER = "P"
 T1_ATTEMPTS = 64
 T2_WORLD_ATTEMPTS = 64
 T2_VARIANT_ATTEMPTS = 16
@@ -230,8 +236,9 @@ def _heldout(
     train_words = {word for env in pool.envs for word in env["vocabulary"]}
     for tier, n_unseen in (("T2", held["t2_worlds"]), ("V", held["validation_worlds"])):
         emitted: list[dict[str, str]] = []
+        stream = _Stream(hs, "t2" if tier == "T2" else "validation", tier, "heldout", held["t2_variants_per_world"])
         for i in range(n_unseen):
-            accepted = _unseen_world(cfg, synth, i, taken, tier)
+            accepted = _unseen_world(synth, i, taken, stream)
             if accepted is None:
                 raise ValueError(
                     f"{tier}: no unseen world {i} whose variants avoid every sig_api, sig_schema and sig_sem of "
@@ -248,35 +255,80 @@ def _heldout(
             values.update(sig[axis] for sig in emitted)
 
 
+@dataclass(frozen=True)
+class _Stream:
+    """Where a tier of unseen worlds comes from: its seed root and stream name, its tier and split,
+    the lexicon pool it is named from and its variants per world."""
+
+    root: int
+    name: str
+    tier: str
+    split: str
+    variants: int
+    lexicon: str = "heldout"
+
+
 def _unseen_world(
-    cfg: Mapping[str, Any], synth: _Synthesizer, i: int, taken: dict[str, set[str]], tier: str
+    synth: _Synthesizer, i: int, taken: dict[str, set[str]], stream: _Stream
 ) -> list[tuple[Spec, _Origin, list[str]]] | None:
-    """World ``i`` of tier T2 (or of V, from its own seed range): its environments, or None if every
-    attempt collides with a signature in ``taken``."""
-    hs = cfg["heldout"]["seed"]
-    stream = "t2" if tier == "T2" else "validation"
+    """World ``i`` of an unseen tier (T2, V or P, each from its own seed range): its environments,
+    or None if every attempt collides with a signature in ``taken``."""
+    root, name = stream.root, stream.name
 
     def fresh(spec: Spec) -> bool:
         sig = signatures(spec)
         return all(sig[axis] not in taken[axis] for axis in (*SIGNATURE_AXES, "skin"))
 
     for attempt in range(T2_WORLD_ATTEMPTS):
-        world_seed = derive_seed(hs, f"{stream}-world", i, attempt)
+        world_seed = derive_seed(root, f"{name}-world", i, attempt)
         base = synth.world(world_seed)
         accepted = []
-        for v in range(cfg["heldout"]["t2_variants_per_world"]):
+        for v in range(stream.variants):
             for variant_attempt in range(T2_VARIANT_ATTEMPTS if v else 1):
-                variant_seed = None if v == 0 else derive_seed(hs, f"{stream}-variant", i, attempt, v, variant_attempt)
+                variant_seed = None if v == 0 else derive_seed(root, f"{name}-variant", i, attempt, v, variant_attempt)
                 structure, edits = sample_variant(base, variant_seed)
                 origin = _Origin(
-                    world_seed, v, variant_seed, derive_seed(hs, f"{stream}-content", i, v), split="heldout", tier=tier
+                    world_seed,
+                    v,
+                    variant_seed,
+                    derive_seed(root, f"{name}-content", i, v),
+                    split=stream.split,
+                    tier=stream.tier,
                 )
-                spec = synth.spec(structure, origin, "heldout")
+                spec = synth.spec(structure, origin, stream.lexicon)
                 if fresh(spec):
                     accepted.append((spec, origin, edits))
                     break
             else:
                 break
-        if len(accepted) == cfg["heldout"]["t2_variants_per_world"]:
+        if len(accepted) == stream.variants:
             return accepted
     return None
+
+
+def generate_pretrain_pool(
+    cfg: Mapping[str, Any], pretrain: Mapping[str, Any], taken: Mapping[str, set[str]]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The pretraining pool (tier P, see the module docstring): ``pretrain.worlds`` worlds of
+    ``pretrain.variants_per_world`` variants, ``pretrain.tasks_per_env`` tasks each, built with the
+    ``synthesize`` section ``cfg``'s sizes; ``taken``: the signatures (``sig_api``, ``sig_schema``,
+    ``sig_sem``, ``skin``) of every pool the study trains or tests on, none of which it may share.
+    Returns its environment rows and task rows."""
+    synth = _Synthesizer(cfg)
+    taken = {axis: set(taken[axis]) for axis in (*SIGNATURE_AXES, "skin")}
+    stream = _Stream(pretrain["seed"], "pretrain", PRETRAIN_TIER, "pretrain", pretrain["variants_per_world"], "train")
+    envs: list[dict[str, Any]] = []
+    tasks: list[dict[str, Any]] = []
+    for i in range(pretrain["worlds"]):
+        accepted = _unseen_world(synth, i, taken, stream)
+        if accepted is None:
+            raise ValueError(
+                f"pretrain: no world {i} whose variants avoid every signature of the study's pools in "
+                f"{T2_WORLD_ATTEMPTS} attempts; lower pretrain.worlds or pretrain.variants_per_world"
+            )
+        for spec, origin, edits in accepted:
+            sig = signatures(spec)
+            for axis in taken:
+                taken[axis].add(sig[axis])
+            synth.emit(spec, origin, edits, pretrain["tasks_per_env"], _task_seed(stream.root, origin), envs, tasks)
+    return envs, tasks

@@ -1,0 +1,152 @@
+"""The pretrain stage: the tiny study's base, as the paper's runs start from a pretrained LLM.
+
+One job per policy width: it makes the pretraining pool (tier P, no signature shared with the
+study's pools), behaviour-clones its reference solutions for ``pretrain.steps`` steps, evaluates
+every checkpoint on the validation tier V, and keeps as the base the earliest checkpoint whose V
+success reaches ``pretrain.base_success`` (the rule config/README.md states; the best checkpoint,
+flagged, if none does). Only then is the chosen base played on the held-out tiers, once, so that
+every run can be read against its base's own success (``p_T2_base``): T2 is never read to choose.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from axisrl.artifacts import read_artifact, write_artifact
+from axisrl.config import StageSpec
+from axisrl.laws.data import VALIDATION_TIER
+from axisrl.stages.pools import ENV_COLUMNS, TASK_COLUMNS
+from axisrl.stages.train import heldout
+from axisrl.threads import limit_threads
+
+log = logging.getLogger("axisrl")
+
+SIGNATURE_COLUMNS = ("sig_api", "sig_schema", "sig_sem", "skin")
+"""The environment signatures the pretraining pool may share with none of the study's pools."""
+BASE_RUN_KEY = "base"
+"""The run key of the base's own held-out episodes."""
+
+
+def taken_signatures(frames: Sequence[pl.DataFrame]) -> dict[str, set[str]]:
+    """Every signature of the study's pools (dedup's environment frames carry them)."""
+    return {column: {value for frame in frames for value in frame[column].to_list()} for column in SIGNATURE_COLUMNS}
+
+
+def choose_base(checkpoints: pl.DataFrame, base_success: float) -> int:
+    """The rule: the earliest checkpoint (fewest BC steps) whose V success is at least
+    ``base_success``; if none reaches it, the one with the highest V success (the earliest of ties).
+    Returns its row."""
+    reached = checkpoints["p_V"] >= base_success
+    if reached.any():
+        return int(reached.arg_true()[0])
+    return int(checkpoints["p_V"].arg_max())
+
+
+def pretrain(
+    spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, str], outputs: Mapping[str, str]
+) -> None:
+    """Make the pretraining pool, behaviour-clone a base on it, choose the base on V, evaluate it."""
+    limit_threads(1)
+    from axisrl.backends.tiny import TrainSettings, checkpoint, evaluate_seeds, save_checkpoints, train_seeds
+    from axisrl.backends.tiny.train import make_policy, param_hash
+    from axisrl.domains import toolworld
+
+    p = settings["pretrain"]
+    taken = taken_signatures([read_artifact(inputs[name], "dedup") for name in ("envs", "placebo_envs", "heldout_envs")])
+    started = time.process_time()
+    env_rows, task_rows = toolworld.generate_pretrain_pool(settings["synthesize"], p, taken)
+    envs = pl.DataFrame(env_rows, schema=ENV_COLUMNS).with_columns(source=pl.lit("real"))
+    tasks = pl.DataFrame(task_rows, schema=TASK_COLUMNS).with_columns(source=pl.lit("real"))
+    log.info("pretraining pool: %d envs, %d tasks (%.1f CPU s)", envs.height, tasks.height, time.process_time() - started)
+
+    bc = TrainSettings(
+        algo="bc",
+        width=settings["width"],
+        updates=p["steps"],
+        visits_per_update=p["references_per_step"],
+        group_size=1,
+        lr=p["lr"],
+        leak_primitive_role=settings["leak_primitive_role"],
+    )
+    wanted = sorted({*range(0, p["steps"] + 1, p["checkpoint_every"]), p["steps"]})
+    started = time.process_time()
+    result = train_seeds(
+        env_rows,
+        task_rows,
+        bc,
+        [p["seed"]],
+        progress=lambda _, row: log.info("bc step %d loss %.3f", row["update"] + 1, row["loss"]),
+        snapshots=wanted,
+    )[0]
+    bc_seconds = time.process_time() - started
+    if result.status != "ok":
+        raise RuntimeError(f"behaviour cloning failed: {result.error}")
+
+    heldout_envs, heldout_tasks = heldout(inputs)
+    validation = heldout_tasks.filter(pl.col("tier") == VALIDATION_TIER)
+    if validation.is_empty():
+        raise ValueError("the held-out pool has no validation tier V to choose the base on (synthesize.heldout.validation_worlds)")
+    steps = sorted(result.snapshots)
+    policies = []
+    for step in steps:
+        policy = make_policy(bc)
+        policy.load_state_dict(result.snapshots[step])
+        policies.append(policy.eval())
+    started = time.process_time()
+    scored = evaluate_seeds(policies, heldout_envs.to_dicts(), validation.to_dicts(), settings["evaluate_seed"])
+    selection_seconds = time.process_time() - started
+    flops = np.cumsum([0] + [row["rollout_flops"] + row["train_flops"] for row in result.metrics])
+    frame = pl.DataFrame(
+        {
+            "bc_steps": steps,
+            "loss": [result.metrics[step - 1]["loss"] if step else None for step in steps],
+            "n_V": [len(rows) for rows in scored],
+            "p_V": [float(np.mean([row["success"] for row in rows])) for rows in scored],
+            "bc_flops": [int(flops[step]) for step in steps],
+            "param_hash": [param_hash(policy) for policy in policies],
+        },
+        schema_overrides={"loss": pl.Float64},
+    )
+    row = choose_base(frame, p["base_success"])
+    reached = bool(frame["p_V"][row] >= p["base_success"])
+    frame = frame.with_columns(
+        chosen=pl.int_range(pl.len()) == row,
+        reached=pl.lit(reached),
+        bc_cpu_seconds=pl.lit(bc_seconds),
+        selection_cpu_seconds=pl.lit(selection_seconds),
+    )
+    chosen = frame.row(row, named=True)
+    if not reached:
+        log.warning(
+            "no checkpoint reached V success %.3f; the base is the best one (%d steps, %.3f)",
+            p["base_success"],
+            chosen["bc_steps"],
+            chosen["p_V"],
+        )
+    log.info("base: %d BC steps, V success %.3f (n=%d)", chosen["bc_steps"], chosen["p_V"], chosen["n_V"])
+
+    base = dataclasses.replace(result, state=result.snapshots[chosen["bc_steps"]], param_hash=chosen["param_hash"])
+    base.snapshots = {}
+    episodes = evaluate_seeds([policies[row]], heldout_envs.to_dicts(), heldout_tasks.to_dicts(), settings["evaluate_seed"])[0]
+    save_checkpoints({0: {**checkpoint(base), "bc_steps": chosen["bc_steps"], "bc_flops": chosen["bc_flops"]}}, outputs["base"])
+    write_artifact(envs, outputs["envs"], spec)
+    write_artifact(tasks, outputs["tasks"], spec)
+    write_artifact(frame, outputs["checkpoints"], spec)
+    write_artifact(
+        pl.DataFrame([{"run_key": BASE_RUN_KEY, "seed": 0, **row} for row in episodes], infer_schema_length=None),
+        outputs["episodes"],
+        spec,
+    )
+
+
+def base_success(episodes: pl.DataFrame) -> dict[str, float]:
+    """The base's held-out success per tier, as ``p_<tier>_base`` (a run's reference point)."""
+    by_tier = episodes.group_by("tier").agg(pl.col("success").cast(pl.Float64).mean()).sort("tier")
+    return {f"p_{tier}_base": p for tier, p in by_tier.iter_rows()}
