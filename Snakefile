@@ -22,3 +22,9 @@ rule all:
     default_target: True
     input:
         final_outputs(),
+
+
+rule base:
+    """Every base the study's tiny runs start from (one per policy width; none with train.init random)."""
+    input:
+        [base_files(key)["base"] for key in BASES],

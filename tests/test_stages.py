@@ -8,13 +8,13 @@ import re
 import pytest
 
 from axisrl.config import hashed_part, load_config, load_yaml, validate_config
-from axisrl.stages import STAGES, job_function, key_table, study
+from axisrl.stages import STAGES, base_spec, job_function, key_table, study
 from axisrl.stages.registry import project, resolve
 from axisrl.targets import FIGURES, TABLES
 from conftest import DEFAULT_CONFIG
 from conftest import ROOT as REPO
 
-STUDY_LEVEL = [name for name in STAGES if name not in ("train", "evaluate")]
+STUDY_LEVEL = [name for name in STAGES if name not in ("train", "evaluate", "pretrain")]
 
 
 @pytest.fixture()
@@ -162,3 +162,30 @@ def test_the_all_pool_is_the_test_tiers_and_validation_success_is_its_own_column
     row = success_by_tier(episodes).row(0, named=True)
     assert (row["n_all"], row["p_all"]) == (4, 0.5)
     assert (row["n_V"], row["p_V"]) == (2, 1.0)
+
+
+def test_a_base_is_keyed_by_what_its_job_reads_and_every_run_from_it_covers_its_key(config, schema):
+    """One base per policy width; a run's key covers its width's base key, so retraining the base
+    retrains every run, and only runs that start from a base have one."""
+    keyed = study(config, schema)
+    widths = {point.design.width for point in keyed.points.values()}
+    bases = {width: base_spec(width, keyed.hashed, keyed.specs) for width in widths}
+    assert len({spec.key for spec in bases.values()}) == len(widths) > 1
+    for width, spec in bases.items():
+        assert STAGES["pretrain"].settings(hashed_part(config, schema), width=width) == spec.config
+    for point in keyed.points.values():
+        assert point.train.inputs["pretrain"] == bases[point.design.width].key
+        assert point.train.config["init"] == "base"
+    changed = copy.deepcopy(config)
+    changed["pretrain"]["lr"] = 0.002
+    moved = study(changed, schema)
+    assert all(moved.points[job].train.key != point.train.key for job, point in keyed.points.items())
+    upstream_of_runs = ("synthesize", "embed", "dedup", "sources", "dedup_sources", "plan")
+    assert [moved.specs[n].key for n in upstream_of_runs] == [keyed.specs[n].key for n in upstream_of_runs]
+    random = copy.deepcopy(config)
+    random["train"]["init"] = "random"
+    fresh = study(random, schema)
+    for point in fresh.points.values():
+        assert "pretrain" not in point.train.inputs and "init" not in point.train.config
+    random["pretrain"]["lr"] = 0.002
+    assert [p.train.key for p in study(random, schema).points.values()] == [p.train.key for p in fresh.points.values()]

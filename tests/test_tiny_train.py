@@ -501,3 +501,39 @@ def test_a_grpo_update_in_chunks_accumulates_the_gradient_of_one_pass(pool, monk
     assert len(chunked_grads) == len(whole_grads) > 0
     assert all(torch.allclose(a, b, rtol=1e-4, atol=1e-7) for a, b in zip(whole_grads, chunked_grads, strict=True))
     assert any(bool(g.abs().max() > 0) for g in whole_grads)
+
+
+# ----------------------------------------------------------------------------------------- a base, by behaviour cloning
+
+
+def test_behaviour_cloning_plays_the_references_and_lowers_their_loss(pool):
+    """``bc`` teacher-forces each visited task's reference through the real environment and trains
+    the cross-entropy of the reference calls, which falls. A reference succeeds unless one of its
+    calls is not among the policy's candidates (a value its view has not shown): it is cut there."""
+    settings = quick(algo="bc", group_size=1, updates=12, visits_per_update=8, lr=3e-3)
+    result = tiny.train(pool.envs, pool.tasks, settings, seed=0)
+    assert result.status == "ok"
+    assert np.mean([row["success_mean"] for row in result.metrics]) > 0.9
+    assert result.compute["failed_episodes"] == result.compute["truncated_episodes"]
+    assert all(row["gradient_steps"] == row["env_steps"] > 0 for row in result.metrics)
+    losses = [row["loss"] for row in result.metrics]
+    assert np.mean(losses[-3:]) < np.mean(losses[:3])
+    assert result.compute["train_flops"] > 0
+
+
+def test_a_run_starts_from_its_base_and_keeps_the_snapshots_it_asks_for(pool):
+    """A run from ``init`` starts from the base's weights (its snapshot 0 is the base), its last
+    snapshot is its final state; PPO's value head, which a BC base lacks, starts from the seed's
+    init; a base of another width does not fit."""
+    base = tiny.train(pool.envs, pool.tasks, quick(algo="bc", group_size=1), seed=5).state
+    result = tiny.train_seeds(pool.envs, pool.tasks, quick(), [0], init=base, snapshots=[0, 3])[0]
+    assert set(result.snapshots) == {0, 3}
+    assert all(torch.equal(result.snapshots[0][name], weight) for name, weight in base.items())
+    assert all(torch.equal(result.snapshots[3][name], weight) for name, weight in result.state.items())
+    assert result.param_hash != tiny.train(pool.envs, pool.tasks, quick(), seed=0).param_hash
+    ppo = tiny.train_seeds(pool.envs, pool.tasks, quick(algo="ppo"), [0], init=base, snapshots=[0])[0]
+    fresh = tiny.make_policy(quick(algo="ppo"))
+    assert all(torch.equal(ppo.snapshots[0][name], weight) for name, weight in base.items())
+    assert {name for name in ppo.snapshots[0] if name not in base} == {n for n in fresh.state_dict() if "critic" in n}
+    with pytest.raises(RuntimeError, match="size mismatch"):
+        tiny.train(pool.envs, pool.tasks, quick(width=32), seed=0, init=base)

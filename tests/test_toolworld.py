@@ -473,3 +473,34 @@ def test_chat_tools_are_json_schema_and_accept_the_reference_calls(pool, specs):
         with pytest.raises(jsonschema.ValidationError):
             jsonschema.validate({"unexpected": 1}, next(iter(schemas.values())))
     assert tw.observation_json({"result": {"b": 1, "a": [1, 2]}}) == '{"result":{"a":[1,2],"b":1}}'
+
+
+# ----------------------------------------------------------------------------------------- pretraining pool
+
+
+def test_the_pretraining_pool_shares_no_signature_word_or_world_with_the_studys_pools(cfg, pool, schema):
+    """Tier P, from its own seed range: none of its sig_api, sig_schema, sig_sem or skin occurs in
+    the training, placebo or held-out pools (T0-T2 and V) or in another of its worlds; no word in
+    common with the unseen tiers (T2, V: it is named from the training lexicon); every task has a
+    reference solution to clone."""
+    pretrain = {**validate_config({}, schema)["pretrain"], "worlds": 3, "tasks_per_env": 4}
+    study = pool.envs + pool.placebo_envs + pool.heldout_envs
+    study_sigs = [tw.signatures(json.loads(env["spec"])) for env in study]
+    taken = {axis: {sig[axis] for sig in study_sigs} for axis in ("sig_api", "sig_schema", "sig_sem", "skin")}
+    envs, tasks = tw.generate_pretrain_pool(cfg, pretrain, taken)
+    assert len(envs) == 3 * pretrain["variants_per_world"]
+    assert {env["tier"] for env in envs} == {task["tier"] for task in tasks} == {tw.PRETRAIN_TIER}
+    own = [tw.signatures(json.loads(env["spec"])) for env in envs]
+    for axis in taken:
+        assert not {sig[axis] for sig in own} & taken[axis], axis
+    worlds = {env["world_id"]: [] for env in envs}
+    for env, sig in zip(envs, own):
+        worlds[env["world_id"]].append(sig["sig_api"])
+    for world, apis in worlds.items():
+        others = {api for other, seen in worlds.items() if other != world for api in seen}
+        assert not set(apis) & others
+    heldout_words = {word for env in pool.heldout_envs if env["tier"] in ("T2", "V") for word in env["vocabulary"]}
+    assert not heldout_words & {word for env in envs for word in env["vocabulary"]}
+    assert not {env["world_id"] for env in study} & set(worlds)
+    assert all(json.loads(task["reference"]) for task in tasks)
+    assert tw.generate_pretrain_pool(cfg, pretrain, taken) == (envs, tasks)

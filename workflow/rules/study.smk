@@ -43,11 +43,6 @@ if TRAIN_BACKEND == "tiny":
         script:
             "../scripts/stage.py"
 
-    rule base:
-        """Every base the study's runs start from (one per policy width), with its checkpoints' V success."""
-        input:
-            [base_files(key)["base"] for key in BASES],
-
     rule train:
         input:
             unpack(training_pool),
