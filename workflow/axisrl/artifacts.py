@@ -94,13 +94,19 @@ def write_artifact(frame: pl.DataFrame, path: str | Path, spec: StageSpec) -> No
         raise
 
 
+def first_line(exc: BaseException) -> str:
+    """An exception's message on one line (polars adds hints and context on the lines after)."""
+    lines = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
+
+
 def _raw_metadata(path: Path) -> dict[str, str]:
     if not path.exists():
         raise ArtifactError(f"{path}: missing artifact (run the stage that writes it)")
     try:
         raw = pl.read_parquet_metadata(path)
     except (pl.exceptions.PolarsError, OSError) as exc:
-        raise ArtifactError(f"{path}: not a readable Parquet file (truncated or corrupt): {exc}") from None
+        raise ArtifactError(f"{path}: not a readable Parquet file (truncated or corrupt): {first_line(exc)}") from None
     return {k.removeprefix(PREFIX): v for k, v in raw.items() if k.startswith(PREFIX)}
 
 
@@ -137,7 +143,20 @@ def read_artifact(path: str | Path, stage: str | None = None) -> pl.DataFrame:
     try:
         return pl.read_parquet(path)
     except (pl.exceptions.PolarsError, OSError) as exc:
-        raise ArtifactError(f"{path}: not a readable Parquet file (truncated or corrupt): {exc}") from None
+        raise ArtifactError(f"{path}: not a readable Parquet file (truncated or corrupt): {first_line(exc)}") from None
+
+
+def read_table(path: str | Path) -> pl.DataFrame:
+    """A table a user brings (any Parquet file, or CSV by its suffix), not necessarily an artifact;
+    a missing or unreadable file is an ``ArtifactError`` whose message is one line naming it."""
+    path = Path(path)
+    kind = "CSV" if path.suffix.lower() == ".csv" else "Parquet"
+    if not path.is_file():
+        raise ArtifactError(f"{path}: no such file")
+    try:
+        return pl.read_csv(path) if kind == "CSV" else pl.read_parquet(path)
+    except (pl.exceptions.PolarsError, OSError) as exc:
+        raise ArtifactError(f"{path}: not a readable {kind} file (truncated, corrupt or another format): {first_line(exc)}") from None
 
 
 def catalog(results: str | Path) -> pl.DataFrame:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import polars as pl
 
-from axisrl.artifacts import ArtifactError, catalog, read_artifact, read_meta
+from axisrl.artifacts import ArtifactError, catalog, first_line, read_artifact, read_meta, read_table
 
 if TYPE_CHECKING:
     from axisrl.recipe import CostModel
@@ -44,22 +44,20 @@ def _catalog(results: str) -> None:
         print(frame)
 
 
-def _read_runs(path: str) -> pl.DataFrame:
-    """A runs table from Parquet (a collect artifact or any Parquet file) or CSV."""
-    if path.endswith(".csv"):
-        return pl.read_csv(path)
-    return pl.read_parquet(path)
-
-
 def _fit(runs_path: str, episodes_path: str | None, out: str, settings: dict) -> None:
     from axisrl.laws.study import LawSettings, analyse
     from axisrl.report.compact import fits_by_setting, markdown
     from axisrl.report.figures import figure2
     from axisrl.report.tables import write_table
 
-    runs = _read_runs(runs_path)
-    episodes = _read_runs(episodes_path) if episodes_path else None
-    frames = analyse(runs, episodes, LawSettings(**settings))
+    runs = read_table(runs_path)
+    episodes = read_table(episodes_path) if episodes_path else None
+    try:
+        frames = analyse(runs, episodes, LawSettings(**settings))
+    except (pl.exceptions.PolarsError, KeyError, ValueError) as exc:  # columns or types other than a runs table's
+        inputs = runs_path if episodes_path is None else f"{runs_path} or {episodes_path}"
+        reason = str(exc) if isinstance(exc, ValueError) else f"not a runs table axisrl fit reads ({first_line(exc)})"
+        raise ValueError(f"{inputs}: {reason}") from None
     folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)
     for name, frame in frames.items():
@@ -374,8 +372,10 @@ def main(argv: list[str] | None = None) -> int:
             _power(args.config, args.noise, args.results, args.budget, args.target, args.sims)
         else:
             _fit(args.runs, args.episodes, args.out, {"tier": args.tier, "n_boot": args.n_boot, "seed": args.seed})
-    except (ArtifactError, ValueError, OSError) as exc:
-        print(f"axisrl: error: {exc}", file=sys.stderr)
+    except (ArtifactError, ValueError, OSError, pl.exceptions.PolarsError) as exc:
+        # one line, naming the file where a file is at fault; a ConfigError lists one problem a line
+        message = str(exc) if isinstance(exc, (ArtifactError, ValueError)) else first_line(exc)
+        print(f"axisrl: error: {message}", file=sys.stderr)
         return 2
     return 0
 
