@@ -44,9 +44,15 @@ CASES = {
     "show of a file that is not Parquet": (["show", "{not_parquet}"], "notes.parquet"),
     "show of a truncated file": (["show", "{truncated}"], "truncated.parquet"),
     "show of a Parquet file axisrl did not write": (["show", "{wrong_columns}"], "plain.parquet"),
-    "recipe with a law that is not Parquet": (["recipe", "--budget", "1e10", "--law", "{not_parquet}"], "notes.parquet"),
+    "recipe with a law that is not Parquet": (
+        ["recipe", "--budget", "1e10", "--law", "{not_parquet}"],
+        "notes.parquet",
+    ),
     "recipe with a law of another stage": (["recipe", "--budget", "1e10", "--law", "{wrong_stage}"], "plan.parquet"),
-    "power with noise that is not Parquet": (["power", "config/config.yaml", "--noise", "{not_parquet}"], "notes.parquet"),
+    "power with noise that is not Parquet": (
+        ["power", "config/config.yaml", "--noise", "{not_parquet}"],
+        "notes.parquet",
+    ),
     "power with a missing config": (["power", "{missing}"], "absent.parquet"),
 }
 

@@ -1,4 +1,5 @@
 import copy
+import json
 
 import polars as pl
 import pytest
@@ -7,7 +8,7 @@ from axisrl.config import ConfigError, load_yaml, validate_config
 from axisrl.datasets import PoolTooSmall, select_training_data, task_capacity
 from axisrl.plan import AXES, plan_designs, plan_rows, pricing_points, spread
 from axisrl.stages import study
-from conftest import DEFAULT_CONFIG
+from conftest import DEFAULT_CONFIG, ROOT
 
 
 @pytest.fixture()
@@ -36,6 +37,7 @@ def test_axis_sweeps_share_the_centre_and_the_plan_is_deterministic(config, sche
         and p.design.reward_density == "sparse"
         and p.design.worlds is None
         and p.design.source == "real"
+        and p.design.base is None
     ]
     assert len(centres) == 1 and "axis_sweeps" in centres[0].families
     assert {f"axis_sweeps:{axis}" for axis in AXES} <= set(centres[0].sweeps)
@@ -250,7 +252,7 @@ def test_repeated_sweeps_spread_family_points_over_the_grid_and_the_axis_sweeps_
         return sorted({getattr(p.design, axis) for p in designs.values() if f"{family}:{axis}" in p.sweeps})
 
     assert swept("axis_sweeps") == sorted(study["grids"]["d_env"])
-    for family in ("pool_s3", "pool_placebo", "model_sizes", "algorithms", "reward_density"):
+    for family in ("pool_s3", "pool_placebo", "model_sizes", "algorithms", "reward_density", "base_strength"):
         assert swept(family) == [1, 4, 32], family
     assert swept("held_axis_half") == [1, 4]  # a d_env sweep stops at the held d_task (16)
     assert swept("held_axis_double") == [1, 4, 32]
@@ -325,3 +327,32 @@ def test_mixtures_add_their_sources_units_to_the_real_selection():
         select_training_data(
             ENVS, TASKS, {**DESIGN, "d_env": 2, "d_task": 4, "source": "sca", "ratio": 4.0, "d_traj": 2}, pool
         )
+
+
+def test_base_strength_sweeps_start_from_their_own_base_and_the_study_before_bases_keeps_its_keys(config, schema):
+    """The base_strength family sweeps every axis from random init and from the strong base; with
+    ``train.init: random`` and the family off, every train key is the key the default study had
+    before bases existed (tests/data/train_keys_before_bases.json, written at commit 5d6329a), so
+    its results stand."""
+    keyed = study(config, schema)
+    family = config["study"]["families"]["base_strength"]
+    starts = {point.design.base for point in keyed.points.values() if point.design.base is not None}
+    assert starts == set(family["bases"]) == {"random", "strong"}
+    for point in keyed.points.values():
+        if point.design.base == "random":
+            assert "pretrain" not in point.train.inputs and "init" not in point.train.config
+        elif point.design.base == "strong":
+            assert point.train.config["init"] == "strong" and "pretrain" in point.train.inputs
+    strong = {p.train.inputs["pretrain"] for p in keyed.points.values() if p.design.base == "strong"}
+    default = {p.train.inputs["pretrain"] for p in keyed.points.values() if p.design.base is None}
+    assert len(strong) == 1 and not strong & default
+    designs = plan_designs(config["study"]).values()
+    swept = {axis for p in designs if p.design.base == "random" for axis in AXES if f"base_strength:{axis}" in p.sweeps}
+    assert swept == set(AXES)
+
+    data = ROOT / "tests" / "data"
+    then = load_yaml(data / "config_before_bases.yaml")  # the default study's config at 5d6329a
+    then["train"] = {**then.get("train", {}), "init": "random"}
+    then["study"]["families"]["base_strength"] = {"enabled": False}
+    keys = sorted((job, point.train.key) for job, point in study(validate_config(then, schema), schema).points.items())
+    assert keys == [tuple(pair) for pair in json.loads((data / "train_keys_before_bases.json").read_text())]

@@ -156,7 +156,9 @@ def read_table(path: str | Path) -> pl.DataFrame:
     try:
         return pl.read_csv(path) if kind == "CSV" else pl.read_parquet(path)
     except (pl.exceptions.PolarsError, OSError) as exc:
-        raise ArtifactError(f"{path}: not a readable {kind} file (truncated, corrupt or another format): {first_line(exc)}") from None
+        raise ArtifactError(
+            f"{path}: not a readable {kind} file (truncated, corrupt or another format): {first_line(exc)}"
+        ) from None
 
 
 def catalog(results: str | Path) -> pl.DataFrame:

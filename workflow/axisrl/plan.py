@@ -26,8 +26,12 @@ VARIED_FIELD_FAMILIES = (
     ("model_sizes", "width", "widths"),
     ("algorithms", "algo", "algos"),
     ("reward_density", "reward_density", "densities"),
+    ("base_strength", "base", "bases"),
 )
 """Families that set one design field to each listed value and sweep the named axes: (family, field, list key)."""
+
+LATER_FIELDS = ("base",)
+"""Design fields a key hashes only when set (``Design.keyed``)."""
 
 
 @dataclass(frozen=True)
@@ -52,15 +56,27 @@ class Design:
     ratio: float = 0.0
     flop_budget: float | None = None
     """The executed FLOPs a ``charged_flops`` design is charged (the recipe's strategy runs); None otherwise."""
+    base: str | None = None
+    """What the runs start from: None, the study's ``train.init``; ``random``; ``base`` (the study's
+    base) or ``strong`` (the strong base) of the pretrain stage (the ``base_strength`` family)."""
 
     def as_dict(self) -> dict[str, Any]:
         """The fields by name: ``dataclasses.asdict`` without its recursive deep copy (every field
         is a scalar), which a 5,000-run plan calls tens of thousands of times while Snakemake parses."""
         return {name: getattr(self, name) for name in self.__dataclass_fields__}
 
+    def keyed(self) -> dict[str, Any]:
+        """The fields a key hashes: ``as_dict`` without the fields added after the first study
+        (``LATER_FIELDS``) where they are unset, so that every key made before them stands."""
+        return {name: value for name, value in self.as_dict().items() if not (name in LATER_FIELDS and value is None)}
+
+    def start(self, train_init: str) -> str:
+        """What its runs start from: ``random``, ``base`` or ``strong`` (``train_init`` when unset)."""
+        return self.base or train_init
+
     @functools.cached_property
     def point_key(self) -> str:
-        return hashlib.sha256(canonical_json(self.as_dict()).encode()).hexdigest()[:12]
+        return hashlib.sha256(canonical_json(self.keyed()).encode()).hexdigest()[:12]
 
     def synthetic_amounts(self) -> dict[str, float]:
         """Synthetic units added per axis (``axisrl.synthesis.synthetic_amounts``)."""

@@ -41,7 +41,7 @@ LAW_TABLES = {
     "table10": "Table 10: exponents under three training-budget conventions",
     "table11": "Table 11: fits on the narrower grid vs on all grid points",
     "table12": "Table 12: fit-free local log-log slopes",
-    "table13": "Table 13: exponents per domain (further domains and model families)",
+    "table13": "Table 13: exponents per domain and starting point (random init, the study's base, a strong base)",
     "table14": "Table 14: task exponent with D_T counted under embedding-dedup thresholds",
     "table15": "Table 15: task exponent with D_T counted under signature dedup rules",
 }

@@ -10,10 +10,10 @@ from axisrl.plan import Design
 from axisrl.scripting import Uncompared
 from axisrl.stages import (
     STAGES,
+    base_of,
     base_spec,
     episodes_stage,
     point_jobs,
-    starts_from_base,
     study,
     value_at,
 )
@@ -38,15 +38,13 @@ except ConfigError as error:
 TRAIN_BACKEND = CONFIG["train"]["backend"]
 GPU_RESOURCES = CONFIG["resources"]
 TRAIN = {point.train.key: point for point in STUDY.points.values()}
-BASES = (
-    {
-        base_spec(width, STUDY.hashed, STUDY.specs).key: width
-        for width in sorted({point.design.width for point in STUDY.points.values()})
-    }
-    if starts_from_base(CONFIG)
-    else {}
-)
-"""The pretrain key of each policy width's base, when runs start from one."""
+BASES = {
+    base_spec(width, strength, STUDY.hashed, STUDY.specs).key: (width, strength)
+    for width, strength in sorted(
+        {(p.design.width, base_of(p.design, CONFIG)) for p in STUDY.points.values() if base_of(p.design, CONFIG)}
+    )
+}
+"""The pretrain key of each base the runs start from: (policy width, strength)."""
 EVALUATE = {point.evaluate.key: point for point in STUDY.points.values() if point.evaluate}
 
 
@@ -162,11 +160,13 @@ def base_files(key):
 
 
 def pretrain_spec(wildcards):
-    return base_spec(BASES[wildcards.pretrain_key], STUDY.hashed, STUDY.specs)
+    width, strength = BASES[wildcards.pretrain_key]
+    return base_spec(width, strength, STUDY.hashed, STUDY.specs)
 
 
 def pretrain_settings(wildcards):
-    return Uncompared(STAGES["pretrain"].settings(CONFIG, width=BASES[wildcards.pretrain_key]))
+    width, strength = BASES[wildcards.pretrain_key]
+    return Uncompared(STAGES["pretrain"].settings(CONFIG, width=width, strength=strength))
 
 
 def train_settings(wildcards):

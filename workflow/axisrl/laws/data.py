@@ -20,7 +20,7 @@ TIERS = ("T0", "T1", "T2", "all")
 VALIDATION_TIER = "V"
 """Validation worlds, drawn as T2's are: for choosing learner settings and seed counts (the
 planner reads the noise frame's V rows), never fitted."""
-SETTING_COLUMNS = ("width", "algo", "reward_density", "env_level", "worlds", "budget")
+SETTING_COLUMNS = ("width", "algo", "reward_density", "env_level", "worlds", "budget", "base")
 DESIGN_COLUMNS = AXES + SETTING_COLUMNS
 """What makes two runs different experiments: a fit must not pool runs that differ in one of these."""
 

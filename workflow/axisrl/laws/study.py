@@ -58,7 +58,8 @@ def _present(runs: pl.DataFrame, *families: str) -> bool:
 
 
 def _sweep_points(runs: pl.DataFrame, tier: str, series: str, axes: Sequence[str]) -> pl.DataFrame:
-    """Seed-pooled points of each axis sweep (axis, x, series, loss, loss_se, p, n_runs)."""
+    """Seed-pooled points of each axis sweep (axis, x, series, loss, loss_se, p, n_runs, and p_base:
+    the held-out success of the base the sweep's runs start from, null for random init)."""
     ok, _ = usable_runs(runs, tier)
     centre = infer_centre(ok)
     frames = []
@@ -66,6 +67,7 @@ def _sweep_points(runs: pl.DataFrame, tier: str, series: str, axes: Sequence[str
         sweep = axis_sweep(ok, axis, centre)
         if sweep.height:
             pooled = pool_points(sweep, [axis], tier)
+            base = f"p_{tier}_base"  # the runs' base's own success (runs from a pretrained base carry it)
             frames.append(
                 pooled.select(
                     pl.lit(axis).alias("axis"),
@@ -75,6 +77,7 @@ def _sweep_points(runs: pl.DataFrame, tier: str, series: str, axes: Sequence[str
                     "loss",
                     "loss_se",
                     pl.col("n_seeds").alias("n_runs"),
+                    pl.lit(sweep[base].mean() if base in sweep.columns else None, pl.Float64).alias("p_base"),
                 )
             )
     return pl.concat(frames) if frames else pl.DataFrame()
@@ -177,13 +180,35 @@ def analyse(
             "table14": (("axis_sweeps",), lambda: _dedup_rules(main, tier, embedding=True)),
             "table15": (("axis_sweeps",), lambda: _dedup_rules(main, tier, embedding=False)),
         }
-        if "domain" in main.columns and main["domain"].n_unique() > 1:  # Table 13 needs a second domain
-            out["table13"] = fit_axes_by(main, ["domain"], tier=tier)
+        domains = "domain" in main.columns and main["domain"].n_unique() > 1
+        if domains or _present(runs, "base_strength"):  # Table 13 needs a second domain or starting point
+            out["table13"] = _robustness(in_families(runs, "axis_sweeps", "base_strength"), tier)
         for name, (families, build) in tables.items():
             if _present(runs, *families) or ("families" not in runs.columns and families == ("axis_sweeps",)):
                 out[name] = build()
     out["warnings"] = pl.DataFrame({"warning": sorted({str(w.message) for w in caught})}, schema={"warning": pl.String})
     return {name: frame for name, frame in out.items() if frame is not None}
+
+
+def _robustness(runs: pl.DataFrame, tier: str) -> pl.DataFrame:
+    """Table 13: the per-axis fits per domain and starting point, each row with ``p_base``, its
+    base's own success on the fitted tier (null from random init)."""
+    runs = _with_starts(runs)
+    base = f"p_{tier}_base"
+    own = runs.group_by("domain", "base").agg(
+        (pl.col(base).mean() if base in runs.columns else pl.lit(None, pl.Float64)).alias("p_base")
+    )
+    return fit_axes_by(runs, ["domain", "base"], tier=tier).join(own, on=["domain", "base"], how="left")
+
+
+def _with_starts(runs: pl.DataFrame) -> pl.DataFrame:
+    """Runs with ``base`` saying what each started from, where it says the study's own ``train.init``
+    (null): ``base`` where the run records a base, else ``random``; and a ``domain`` column."""
+    recorded = pl.col("base_param_hash").is_not_null() if "base_param_hash" in runs.columns else pl.lit(False)
+    default = pl.when(recorded).then(pl.lit("base")).otherwise(pl.lit("random"))
+    base = pl.col("base").fill_null(default) if "base" in runs.columns else default
+    domain = [] if "domain" in runs.columns else [pl.lit("toolworld").alias("domain")]
+    return runs.with_columns(base.alias("base"), *domain)
 
 
 def _model_size_series(runs: pl.DataFrame, main: pl.DataFrame) -> dict[str, tuple[pl.DataFrame, list[str]]]:

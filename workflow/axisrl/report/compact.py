@@ -329,7 +329,7 @@ VIEWS: dict[str, View] = {
         _subset_fits,
     ),
     "table12": View(("axis", "segment", "slope", "slope_se"), _local_slopes),
-    "table13": fits_by_setting({"domain": "domain"}),
+    "table13": fits_by_setting({"domain": "domain", "base": "starts from", "p_base": "its base's success"}),
     "table14": DEDUP,
     "table15": DEDUP,
     "table16": renamed(

@@ -125,7 +125,8 @@ def _label_spots(lines: ContourSet) -> list[tuple[float, float]]:
 
 def figure2(points: pl.DataFrame, fits: pl.DataFrame, png: Path, pdf: Path, trends: pl.DataFrame | None = None) -> None:
     """Per-axis scaling laws: one log-log panel per axis, points mean +- SE, log-log lines (and floor
-    curves where identified and preferred, dashed).
+    curves where identified and preferred, dashed), and where the points carry ``p_base`` the loss
+    of the base the sweep's runs start from (dotted: what RL moved them from).
     ``trends`` (the laws stage's frame), where given, titles each panel with its fitted trend of
     held-out success, the check that success rises at all, which the law's interval may not show."""
     require_columns(points, POINT_COLUMNS, "points")
@@ -170,6 +171,9 @@ def figure2(points: pl.DataFrame, fits: pl.DataFrame, png: Path, pdf: Path, tren
                     color=color[series],
                     label=label,
                 )
+                base = pts["p_base"].drop_nulls() if "p_base" in pts.columns else pl.Series([], dtype=pl.Float64)
+                if base.len() and base[0] > 0:
+                    ax.axhline(-np.log(base[0]), color=color[series], linestyle=":", label=f"{series}: its base")
             ax.set_xscale("log")
             ax.set_yscale("log")
             for scale in (ax.xaxis, ax.yaxis):

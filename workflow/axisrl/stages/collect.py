@@ -23,7 +23,13 @@ def plan(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, str]
     study = settings["study"]
     rows = plan_rows(plan_designs(study), study, settings["domain"])
     frame = pl.DataFrame(
-        rows, schema_overrides={"worlds": pl.Int64, "families": pl.List(pl.String), "sweeps": pl.List(pl.String)}
+        rows,
+        schema_overrides={
+            "worlds": pl.Int64,
+            "families": pl.List(pl.String),
+            "sweeps": pl.List(pl.String),
+            "base": pl.String,
+        },
     )
     write_artifact(frame, outputs["runs"], spec)
     log.info("plan: %d runs over %d grid points", frame.height, frame["point_key"].n_unique())

@@ -59,12 +59,16 @@ def pretrain(
     from axisrl.domains import toolworld
 
     p = settings["pretrain"]
-    taken = taken_signatures([read_artifact(inputs[name], "dedup") for name in ("envs", "placebo_envs", "heldout_envs")])
+    taken = taken_signatures(
+        [read_artifact(inputs[name], "dedup") for name in ("envs", "placebo_envs", "heldout_envs")]
+    )
     started = time.process_time()
     env_rows, task_rows = toolworld.generate_pretrain_pool(settings["synthesize"], p, taken)
     envs = pl.DataFrame(env_rows, schema=ENV_COLUMNS).with_columns(source=pl.lit("real"))
     tasks = pl.DataFrame(task_rows, schema=TASK_COLUMNS).with_columns(source=pl.lit("real"))
-    log.info("pretraining pool: %d envs, %d tasks (%.1f CPU s)", envs.height, tasks.height, time.process_time() - started)
+    log.info(
+        "pretraining pool: %d envs, %d tasks (%.1f CPU s)", envs.height, tasks.height, time.process_time() - started
+    )
 
     bc = TrainSettings(
         algo="bc",
@@ -92,7 +96,9 @@ def pretrain(
     heldout_envs, heldout_tasks = heldout(inputs)
     validation = heldout_tasks.filter(pl.col("tier") == VALIDATION_TIER)
     if validation.is_empty():
-        raise ValueError("the held-out pool has no validation tier V to choose the base on (synthesize.heldout.validation_worlds)")
+        raise ValueError(
+            "the held-out pool has no validation tier V to choose the base on (synthesize.heldout.validation_worlds)"
+        )
     steps = sorted(result.snapshots)
     policies = []
     for step in steps:
@@ -134,8 +140,12 @@ def pretrain(
 
     base = dataclasses.replace(result, state=result.snapshots[chosen["bc_steps"]], param_hash=chosen["param_hash"])
     base.snapshots = {}
-    episodes = evaluate_seeds([policies[row]], heldout_envs.to_dicts(), heldout_tasks.to_dicts(), settings["evaluate_seed"])[0]
-    save_checkpoints({0: {**checkpoint(base), "bc_steps": chosen["bc_steps"], "bc_flops": chosen["bc_flops"]}}, outputs["base"])
+    episodes = evaluate_seeds(
+        [policies[row]], heldout_envs.to_dicts(), heldout_tasks.to_dicts(), settings["evaluate_seed"]
+    )[0]
+    save_checkpoints(
+        {0: {**checkpoint(base), "bc_steps": chosen["bc_steps"], "bc_flops": chosen["bc_flops"]}}, outputs["base"]
+    )
     write_artifact(envs, outputs["envs"], spec)
     write_artifact(tasks, outputs["tasks"], spec)
     write_artifact(frame, outputs["checkpoints"], spec)
@@ -147,6 +157,9 @@ def pretrain(
 
 
 def base_success(episodes: pl.DataFrame) -> dict[str, float]:
-    """The base's held-out success per tier, as ``p_<tier>_base`` (a run's reference point)."""
-    by_tier = episodes.group_by("tier").agg(pl.col("success").cast(pl.Float64).mean()).sort("tier")
-    return {f"p_{tier}_base": p for tier, p in by_tier.iter_rows()}
+    """The base's held-out success per tier as ``p_<tier>_base`` (a run's reference point), and
+    ``p_all_base`` pooled over the test tiers as collect pools a run's (never V)."""
+    from axisrl.stages.collect import success_by_tier
+
+    wide = success_by_tier(episodes).row(0, named=True)
+    return {f"{column}_base": wide[column] for column in wide if column.startswith("p_")}

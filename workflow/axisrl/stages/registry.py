@@ -127,7 +127,7 @@ def episodes_stage(backend: str) -> str:
 def _train(read: Mapping[str, Any], design: Design, seeds: Sequence[int]) -> dict[str, Any]:
     """One grid point's runs: the training settings resolved for its design (an option the design
     does not read is not here, so it never retrains it), its budget, seeds and evaluation."""
-    train, fields = read["train"], design.as_dict()
+    train, fields = read["train"], design.keyed()
     budget = training_budget(fields, train)
     settings: dict[str, Any] = {
         "backend": train["backend"],
@@ -148,8 +148,9 @@ def _train(read: Mapping[str, Any], design: Design, seeds: Sequence[int]) -> dic
         settings["sources"] = read["sources"]
     if train["backend"] == "tiny":
         settings["evaluate"] = {"backend": read["evaluate"]["backend"], "seed": read["evaluate"]["seed"]}
-        if starts_from_base(read):  # absent for random init, so those keys are the keys of the study before bases
-            settings["init"] = "base"
+        start = design.start(train["init"])
+        if start != "random":  # absent for random init, so those keys are the keys of the study before bases
+            settings["init"] = start
     else:
         settings["llm"] = train["llm"]
         if "resources" in read:  # speed only: in the job's settings, never in its key
@@ -157,19 +158,26 @@ def _train(read: Mapping[str, Any], design: Design, seeds: Sequence[int]) -> dic
     return settings
 
 
-def starts_from_base(config: Mapping[str, Any]) -> bool:
-    """Whether the study's runs start from a pretrained base of the pretrain stage (the tiny backend
-    with ``train.init: base``; a verl run's base is its model)."""
-    return config["train"]["backend"] == "tiny" and config["train"]["init"] == "base"
+def base_of(design: Design, config: Mapping[str, Any]) -> str | None:
+    """The base a design's runs start from (``base`` or ``strong``), None for random init or where
+    the pretrain stage makes no base (a GPU backend's base is its model)."""
+    start = design.start(config["train"]["init"])
+    return start if config["train"]["backend"] == "tiny" and start != "random" else None
 
 
-def _pretrain(read: Mapping[str, Any], width: int) -> dict[str, Any]:
+BASE_TARGETS = {"base": "base_success", "strong": "strong_success"}
+"""The pretrain option that states each base's target V success."""
+
+
+def _pretrain(read: Mapping[str, Any], width: int, strength: str) -> dict[str, Any]:
     """One base: the pretraining pool's sizes (the synthesize section's world shapes), behaviour
-    cloning's settings, the policy it pretrains (width, leak) and the seed of its V evaluation."""
+    cloning's settings with its strength's target (``base_success``; the other target is not read),
+    the policy it pretrains (width, leak) and the seed of its V evaluation."""
+    pretrain = {k: v for k, v in read["pretrain"].items() if k not in BASE_TARGETS.values()}
     return {
         "domain": read["domain"],
         "synthesize": {k: v for k, v in read["synthesize"].items() if k in ("tables", "rows_per_table", "max_steps")},
-        "pretrain": read["pretrain"],
+        "pretrain": {**pretrain, "base_success": read["pretrain"][BASE_TARGETS[strength]]},
         "width": width,
         "leak_primitive_role": read["train"]["leak_primitive_role"],
         "evaluate_seed": read["evaluate"]["seed"],
@@ -235,7 +243,8 @@ STAGES: dict[str, Stage] = {
             upstream=("dedup",),
             run="pretrain:pretrain",
             derive=_pretrain,
-            note="tiny backend with `train.init: base` only: one key per policy width (the base of that width)",
+            note="tiny backend only: one key per policy width and base strength a design starts from (`train.init`, "
+            "or the `base_strength` family's); of `base_success` and `strong_success` only its strength's target",
         ),
         Stage("plan", reads=("domain", "study"), upstream=(), run="collect:plan"),
         Stage(
@@ -247,8 +256,8 @@ STAGES: dict[str, Stage] = {
             note="one key per grid point and seed batch (the tiny backend trains and evaluates its seeds in one job, "
             "verl one job per seed); `train` options the design does not read are left out, and so are `evaluate` "
             "options but `backend` and `seed` with the tiny backend; `sources` and `dedup_sources` for a mixture "
-            "design only; `pretrain` (the base of the point's width) and `init` with `train.init: base` only; "
-            "`resources` is speed only",
+            "design only; `pretrain` (the base of the point's width and strength) and `init` unless it starts "
+            "from random weights; `resources` is speed only",
         ),
         Stage(
             "evaluate",
@@ -329,8 +338,9 @@ def point_jobs(
     upstream = {"dedup": specs["dedup"].key}
     if design.source != "real":  # only mixture designs read the synthetic sources
         upstream["dedup_sources"] = specs["dedup_sources"].key
-    if starts_from_base(hashed):
-        upstream["pretrain"] = base_spec(design.width, hashed, specs).key
+    strength = base_of(design, hashed)
+    if strength is not None:
+        upstream["pretrain"] = base_spec(design.width, strength, hashed, specs).key
     train = STAGES["train"].spec(hashed, upstream, design=design, seeds=seeds)
     evaluate = (
         None
@@ -340,9 +350,9 @@ def point_jobs(
     return PointJobs(design, tuple(seeds), tuple(run_key(design.point_key, s) for s in seeds), train, evaluate)
 
 
-def base_spec(width: int, hashed: Mapping[str, Any], specs: Mapping[str, StageSpec]) -> StageSpec:
-    """The pretrain spec of the base that runs of policy width ``width`` start from."""
-    return STAGES["pretrain"].spec(hashed, {"dedup": specs["dedup"].key}, width=width)
+def base_spec(width: int, strength: str, hashed: Mapping[str, Any], specs: Mapping[str, StageSpec]) -> StageSpec:
+    """The pretrain spec of the base of policy width ``width`` and ``strength`` (``base``, ``strong``)."""
+    return STAGES["pretrain"].spec(hashed, {"dedup": specs["dedup"].key}, width=width, strength=strength)
 
 
 def study(config: Mapping[str, Any], schema: Mapping[str, Any]) -> Study:
@@ -386,12 +396,12 @@ __all__ = [
     "PointJobs",
     "Stage",
     "Study",
+    "base_of",
     "base_spec",
     "episodes_stage",
     "key_table",
     "point_jobs",
     "project",
-    "starts_from_base",
     "study",
     "value_at",
 ]

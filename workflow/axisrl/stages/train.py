@@ -98,10 +98,10 @@ def train(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, str
 
 def starting_point(settings: Mapping[str, Any], inputs: Mapping[str, str]) -> tuple[Any, dict[str, Any]]:
     """The weights every seed starts from (None: random init) and what the runs' rows record of
-    the base: its parameter hash, BC steps and FLOPs (the base's compute, kept apart from the run's
-    ``executed_compute`` as the paper keeps pretraining apart from RL) and its own held-out success
-    per tier (``p_<tier>_base``). Nothing for random init."""
-    if settings.get("init") != "base":
+    the base (``base`` or ``strong``): its parameter hash, BC steps and FLOPs (the base's compute,
+    kept apart from the run's ``executed_compute`` as the paper keeps pretraining apart from RL) and
+    its own held-out success per tier (``p_<tier>_base``). Nothing for random init."""
+    if "init" not in settings:  # random init
         return None, {}
     import torch
 

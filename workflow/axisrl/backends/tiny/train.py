@@ -87,7 +87,7 @@ class TrainSettings:
     no KL and no reference model."""
 
     algo: str = "grpo"
-    """The update rule, a key of ``UPDATES``: ``grpo``, ``ppo`` or ``bc`` (behaviour cloning on the tasks' references)."""
+    """The update rule, a key of ``UPDATES``: ``grpo``, ``ppo`` or ``bc`` (behaviour cloning on references)."""
     width: int = 64
     """The policy's embedding and hidden width."""
     updates: int = 100

@@ -1,6 +1,6 @@
-"""The tiny trainer's update rules: GRPO, PPO and behaviour cloning (BC), each a generator from an ``UpdateContext`` (the
-update's episodes, the policy and its optimiser) to ``UpdateStats``, registered in ``UPDATES``
-under the ``TrainSettings.algo`` that selects it.
+"""The tiny trainer's update rules: GRPO, PPO and behaviour cloning (BC), each a generator from an
+``UpdateContext`` (the update's episodes, the policy and its optimiser) to ``UpdateStats``,
+registered in ``UPDATES`` under the ``TrainSettings.algo`` that selects it.
 
 A rule asks for what needs the policy's forward and backward by yielding it: ``Score`` (recompute
 the taken actions' log-probs with gradients; it is sent back a ``Scored``) and ``Backward`` (a
