@@ -159,13 +159,25 @@ def base_files(key):
     }
 
 
+def base_of_key(key):
+    """(width, strength) of a base: the plan's, or else one a strategy run of the recipe starts from
+    (the recipe chooses widths of its own)."""
+    if key in BASES:
+        return BASES[key]
+    for point in strategy_points().values():
+        strength = base_of(point.design, CONFIG)
+        if strength and base_spec(point.design.width, strength, STUDY.hashed, STUDY.specs).key == key:
+            return point.design.width, strength
+    raise KeyError(f"no run of this study starts from base {key}")
+
+
 def pretrain_spec(wildcards):
-    width, strength = BASES[wildcards.pretrain_key]
+    width, strength = base_of_key(wildcards.pretrain_key)
     return base_spec(width, strength, STUDY.hashed, STUDY.specs)
 
 
 def pretrain_settings(wildcards):
-    width, strength = BASES[wildcards.pretrain_key]
+    width, strength = base_of_key(wildcards.pretrain_key)
     return Uncompared(STAGES["pretrain"].settings(CONFIG, width=width, strength=strength))
 
 
