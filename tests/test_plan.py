@@ -262,6 +262,7 @@ def test_repeated_sweeps_spread_family_points_over_the_grid_and_the_axis_sweeps_
         study["grids"]["d_env"]
     )
     mixtures = study["families"]["mixtures"]
+    mixtures["second_amount"]["methods"] = ["awm"]
     second = [p.ratio for p in pricing_points(study) if p.source == "awm" and p.role == "mixture"]
     assert sorted(second) == sorted([*mixtures["ratios"], *spread(mixtures["ratios"], 4)])
     mixtures["second_amount"]["ratio_points"] = None
@@ -334,8 +335,9 @@ def test_base_strength_sweeps_start_from_their_own_base_and_the_study_before_bas
     ``train.init: random`` and the family off, every train key is the key the default study had
     before bases existed (tests/data/train_keys_before_bases.json, written at commit 5d6329a), so
     its results stand."""
-    keyed = study(config, schema)
     family = config["study"]["families"]["base_strength"]
+    family["bases"] = ["random", "strong"]  # the default runs random init only; full.yaml both
+    keyed = study(config, schema)
     starts = {point.design.base for point in keyed.points.values() if point.design.base is not None}
     assert starts == set(family["bases"]) == {"random", "strong"}
     for point in keyed.points.values():

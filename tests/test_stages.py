@@ -192,4 +192,6 @@ def test_a_base_is_keyed_by_what_its_job_reads_and_every_run_from_it_covers_its_
             assert "pretrain" not in point.train.inputs and "init" not in point.train.config
     random["pretrain"]["lr"] = 0.002
     unmoved = [job for job, point in fresh.points.items() if "pretrain" not in point.train.inputs]
-    assert unmoved and all(study(random, schema).points[job].train.key == fresh.points[job].train.key for job in unmoved)
+    assert unmoved and all(
+        study(random, schema).points[job].train.key == fresh.points[job].train.key for job in unmoved
+    )

@@ -10,7 +10,6 @@ every run can be read against its base's own success (``p_T2_base``): T2 is neve
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import time
 from collections.abc import Mapping, Sequence
@@ -32,6 +31,13 @@ SIGNATURE_COLUMNS = ("sig_api", "sig_schema", "sig_sem", "skin")
 """The environment signatures the pretraining pool may share with none of the study's pools."""
 BASE_RUN_KEY = "base"
 """The run key of the base's own held-out episodes."""
+SELECTION_BLOCK = 8
+"""Checkpoints evaluated on V together; the next block only while none has reached the target (the
+rule chooses the earliest that does, so later checkpoints cannot change the choice)."""
+
+
+def rate(rows: Sequence[Mapping[str, Any]]) -> float:
+    return float(np.mean([row["success"] for row in rows]))
 
 
 def taken_signatures(frames: Sequence[pl.DataFrame]) -> dict[str, set[str]]:
@@ -42,8 +48,9 @@ def taken_signatures(frames: Sequence[pl.DataFrame]) -> dict[str, set[str]]:
 def choose_base(checkpoints: pl.DataFrame, base_success: float) -> int:
     """The rule: the earliest checkpoint (fewest BC steps) whose V success is at least
     ``base_success``; if none reaches it, the one with the highest V success (the earliest of ties).
+    Checkpoints not evaluated (null ``p_V``: past the first that reached it) are not candidates.
     Returns its row."""
-    reached = checkpoints["p_V"] >= base_success
+    reached = (checkpoints["p_V"] >= base_success).fill_null(False)
     if reached.any():
         return int(reached.arg_true()[0])
     return int(checkpoints["p_V"].arg_max())
@@ -106,19 +113,23 @@ def pretrain(
         policy.load_state_dict(result.snapshots[step])
         policies.append(policy.eval())
     started = time.process_time()
-    scored = evaluate_seeds(policies, heldout_envs.to_dicts(), validation.to_dicts(), settings["evaluate_seed"])
+    scored: list[list[dict[str, Any]]] = []
+    while len(scored) < len(steps) and not any(rate(rows) >= p["base_success"] for rows in scored):
+        block = policies[len(scored) : len(scored) + SELECTION_BLOCK]  # in lockstep; later ones only if needed
+        scored += evaluate_seeds(block, heldout_envs.to_dicts(), validation.to_dicts(), settings["evaluate_seed"])
     selection_seconds = time.process_time() - started
     flops = np.cumsum([0] + [row["rollout_flops"] + row["train_flops"] for row in result.metrics])
+    evaluated = [len(rows) for rows in scored] + [None] * (len(steps) - len(scored))
     frame = pl.DataFrame(
         {
             "bc_steps": steps,
             "loss": [result.metrics[step - 1]["loss"] if step else None for step in steps],
-            "n_V": [len(rows) for rows in scored],
-            "p_V": [float(np.mean([row["success"] for row in rows])) for rows in scored],
+            "n_V": evaluated,
+            "p_V": [rate(rows) for rows in scored] + [None] * (len(steps) - len(scored)),
             "bc_flops": [int(flops[step]) for step in steps],
             "param_hash": [param_hash(policy) for policy in policies],
         },
-        schema_overrides={"loss": pl.Float64},
+        schema_overrides={"loss": pl.Float64, "n_V": pl.Int64, "p_V": pl.Float64},
     )
     row = choose_base(frame, p["base_success"])
     reached = bool(frame["p_V"][row] >= p["base_success"])
@@ -138,14 +149,17 @@ def pretrain(
         )
     log.info("base: %d BC steps, V success %.3f (n=%d)", chosen["bc_steps"], chosen["p_V"], chosen["n_V"])
 
-    base = dataclasses.replace(result, state=result.snapshots[chosen["bc_steps"]], param_hash=chosen["param_hash"])
-    base.snapshots = {}
     episodes = evaluate_seeds(
         [policies[row]], heldout_envs.to_dicts(), heldout_tasks.to_dicts(), settings["evaluate_seed"]
     )[0]
-    save_checkpoints(
-        {0: {**checkpoint(base), "bc_steps": chosen["bc_steps"], "bc_flops": chosen["bc_flops"]}}, outputs["base"]
-    )
+    base = {
+        **checkpoint(result),
+        "state_dict": result.snapshots[chosen["bc_steps"]],
+        "param_hash": chosen["param_hash"],
+        "bc_steps": chosen["bc_steps"],
+        "bc_flops": chosen["bc_flops"],
+    }
+    save_checkpoints({0: base}, outputs["base"])
     write_artifact(envs, outputs["envs"], spec)
     write_artifact(tasks, outputs["tasks"], spec)
     write_artifact(frame, outputs["checkpoints"], spec)
