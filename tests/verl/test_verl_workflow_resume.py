@@ -50,6 +50,7 @@ def study(model: Path) -> dict:
                 "axis_sweeps": {"enabled": True, "extra_seeds": []},
                 "pool_construction": {"enabled": False},
                 "algorithms": {"enabled": False},
+                "base_strength": {"enabled": False},  # tiny-only: a verl study's base is its model
             },
         },
         "train": {

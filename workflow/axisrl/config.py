@@ -122,9 +122,10 @@ def _cross_checks(cfg: Mapping[str, Any]) -> list[str]:
 
 GPU_BACKENDS = {"verl": ("vllm", "hf")}
 """Train backend -> the evaluate backends it pairs with; the tiny backend evaluates itself."""
-TINY_ONLY_FAMILIES = ("mixtures", "model_sizes", "budget_conventions")
+TINY_ONLY_FAMILIES = ("mixtures", "model_sizes", "budget_conventions", "base_strength")
 """Families only the tiny backend can run: synthetic sources replay into its rollouts, its width
-is the model size, and it counts env steps and FLOPs exactly enough to cap them."""
+is the model size, it counts env steps and FLOPs exactly enough to cap them, and its bases are
+the pretrain stage's (a GPU study's base is its LLM)."""
 
 
 def _backend_checks(cfg: Mapping[str, Any]) -> list[str]:
