@@ -63,9 +63,9 @@ def test_settings_reject_unknown_keys_and_bad_values():
         tiny.TrainSettings(loss_agg_mode="mean")
     with pytest.raises(ValueError, match="visits_per_update"):
         tiny.TrainSettings(visits_per_update=0)
-    with pytest.raises(ValueError, match=r"algo must be one of \['grpo', 'ppo'\]"):
+    with pytest.raises(ValueError, match=r"algo must be one of \['bc', 'grpo', 'ppo'\]"):
         tiny.TrainSettings(algo="dpo")
-    assert set(updates_module.UPDATES) == {"grpo", "ppo"}
+    assert set(updates_module.UPDATES) == {"bc", "grpo", "ppo"}
     assert tiny.TrainSettings().clip_high == 0.28 and tiny.TrainSettings(algo="ppo").clip_high == 0.2
 
 
