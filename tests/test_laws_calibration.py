@@ -5,8 +5,8 @@ default study's grids, centre, seeds per point and held-out T2 episodes per run 
 ``config/config.yaml``), seed spread on ``ln L`` whose size differs by grid point, and a share of
 runs that do not take off (``planner.STATED_NOISE``, from the default study's ``noise`` frame,
 every run from its pretrained base: seed SD of ``ln L`` 0.095, 2.8 % of seeds at or below the
-take-off threshold, log seed SDs spread 0.33 across points). Each nominal 95 % interval is checked against its pseudo-true
-value, the quantity the noise-free study would give over the same grid:
+take-off threshold, log seed SDs spread 0.33 across points). Each nominal 95 % interval is checked
+against its pseudo-true value, the quantity the noise-free study would give over the same grid:
 
 * ``alpha``: the weighted log-log slope of ``-ln E[p]`` (seed-pooled success at infinite seeds),
   with the weights the estimator converges to;
