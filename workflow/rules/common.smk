@@ -38,13 +38,19 @@ except ConfigError as error:
 TRAIN_BACKEND = CONFIG["train"]["backend"]
 GPU_RESOURCES = CONFIG["resources"]
 TRAIN = {point.train.key: point for point in STUDY.points.values()}
-BASES = {
-    base_spec(width, strength, STUDY.hashed, STUDY.specs).key: (width, strength)
-    for width, strength in sorted(
-        {(p.design.width, base_of(p.design, CONFIG)) for p in STUDY.points.values() if base_of(p.design, CONFIG)}
-    )
-}
-"""The pretrain key of each base the runs start from: (policy width, strength)."""
+
+
+def bases_of(points):
+    """The pretrain key of each base these points' runs start from (its key is in their train
+    specs' inputs): (policy width, strength)."""
+    return {
+        p.train.inputs["pretrain"]: (p.design.width, base_of(p.design, CONFIG))
+        for p in points
+        if "pretrain" in p.train.inputs
+    }
+
+
+BASES = bases_of(STUDY.points.values())
 EVALUATE = {point.evaluate.key: point for point in STUDY.points.values() if point.evaluate}
 
 
@@ -162,13 +168,7 @@ def base_files(key):
 def base_of_key(key):
     """(width, strength) of a base: the plan's, or else one a strategy run of the recipe starts from
     (the recipe chooses widths of its own)."""
-    if key in BASES:
-        return BASES[key]
-    for point in strategy_points().values():
-        strength = base_of(point.design, CONFIG)
-        if strength and base_spec(point.design.width, strength, STUDY.hashed, STUDY.specs).key == key:
-            return point.design.width, strength
-    raise KeyError(f"no run of this study starts from base {key}")
+    return BASES[key] if key in BASES else bases_of(strategy_points().values())[key]
 
 
 def pretrain_spec(wildcards):
