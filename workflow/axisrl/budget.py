@@ -114,6 +114,19 @@ def training_budget(design: Mapping[str, Any], train: Mapping[str, Any]) -> Trai
     )
 
 
+EVALUATION_ROLLOUTS = 2300
+"""About what a tiny run's held-out evaluation and start-up cost, in training rollouts: the default
+study's train jobs take about 1.2 ms a rollout plus 2.8 s a seed (bench/README.md)."""
+
+
+def expected_work(design: Mapping[str, Any], train: Mapping[str, Any], n_seeds: int) -> float:
+    """A tiny train job's work in rollouts (its evaluation and a PPO update's epochs included): what
+    the workflow starts its train jobs in order of, longest first, so that no long job starts last
+    and runs alone while a core idles. A scheduling estimate only; no run is charged it."""
+    epochs = int(train["ppo_epochs"]) if design["algo"] == "ppo" else 1
+    return n_seeds * (training_budget(design, train).rollouts * epochs + EVALUATION_ROLLOUTS)
+
+
 def visits_per_run(train: Mapping[str, Any]) -> int:
     """Task visits of a ``fixed_visits`` run (the same for every design): the cost model's ``V``."""
     return training_budget({"budget": DEFAULT_CONVENTION, "d_traj": 1}, train).visits

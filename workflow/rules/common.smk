@@ -4,6 +4,7 @@ import functools
 
 from snakemake.logging import logger
 
+from axisrl.budget import expected_work
 from axisrl.cluster_cost import allocation_shortfall
 from axisrl.config import ConfigError, load_yaml, validate_config
 from axisrl.plan import Design
@@ -15,6 +16,7 @@ from axisrl.stages import (
     episodes_stage,
     point_jobs,
     study,
+    validation_base,
     value_at,
 )
 from axisrl.targets import (
@@ -50,7 +52,17 @@ def bases_of(points):
     }
 
 
-BASES = bases_of(STUDY.points.values())
+def planned_bases():
+    """The plan's bases, and the recipe's validation run's (known before the recipe: made while
+    the sweeps train, not on the study's last stretch after the recipe)."""
+    bases = bases_of(STUDY.points.values())
+    validation = validation_base(CONFIG)
+    if validation is not None:
+        bases[base_spec(*validation, STUDY.hashed, STUDY.specs).key] = validation
+    return bases
+
+
+BASES = planned_bases()
 EVALUATE = {point.evaluate.key: point for point in STUDY.points.values() if point.evaluate}
 
 
@@ -181,6 +193,19 @@ def pretrain_settings(wildcards):
     return Uncompared(STAGES["pretrain"].settings(CONFIG, width=width, strength=strength))
 
 
+def train_work(point):
+    return expected_work(point.design.as_dict(), CONFIG["train"], len(point.seeds))
+
+
+LONGEST_TRAIN_WORK = max(map(train_work, TRAIN.values()), default=1.0)
+
+
+def train_priority(wildcards):
+    """Longest tiny train jobs first (0-9, below the pools and bases they wait on): a long job that
+    starts last runs alone while the other cores idle."""
+    return min(9.0, 9.0 * train_work(point_of_train(wildcards.train_key)) / LONGEST_TRAIN_WORK)
+
+
 def train_settings(wildcards):
     """A grid point's train settings; a GPU job trains one of its seeds (a verl run takes a node for days)."""
     point = point_of_train(wildcards.train_key)
@@ -266,4 +291,5 @@ def final_outputs():
         *(f"{RESULTS}/tables/{name}.md" for name, t in TABLES.items() if wanted(t)),
         *(f"{RESULTS}/figures/{name}.{ext}" for name, t in FIGURES.items() if wanted(t) for ext in ("png", "pdf")),
         f"{RESULTS}/catalog.parquet",
+        *(base_files(key)["base"] for key in BASES),
     ]

@@ -55,6 +55,7 @@ if TRAIN_BACKEND == "tiny":
             f"{RESULTS}/logs/train/{{train_key}}.log",
         benchmark:
             f"{RESULTS}/benchmarks/train/{{train_key}}.tsv"
+        priority: train_priority
         conda:
             "../../envs/core.yaml"
         threads: 1

@@ -26,6 +26,7 @@ from axisrl.stages.registry import (
     point_jobs,
     resolve,
     study,
+    validation_base,
     value_at,
 )
 from axisrl.targets import FIGURES, TABLES
@@ -57,5 +58,6 @@ __all__ = [
     "key_table",
     "point_jobs",
     "study",
+    "validation_base",
     "value_at",
 ]

@@ -161,8 +161,19 @@ def _train(read: Mapping[str, Any], design: Design, seeds: Sequence[int]) -> dic
 def base_of(design: Design, config: Mapping[str, Any]) -> str | None:
     """The base a design's runs start from (``base`` or ``strong``), None for random init or where
     the pretrain stage makes no base (a GPU backend's base is its model)."""
-    start = design.start(config["train"]["init"])
+    return _base_from(design.start(config["train"]["init"]), config)
+
+
+def _base_from(start: str, config: Mapping[str, Any]) -> str | None:
     return start if config["train"]["backend"] == "tiny" and start != "random" else None
+
+
+def validation_base(config: Mapping[str, Any]) -> tuple[int, str] | None:
+    """(width, strength) of the base the recipe's validation run starts from, known before the
+    recipe runs (its width is ``recipe.validation.width``, its start ``train.init``), so that the
+    workflow makes it while the sweeps train instead of after the recipe; None without one."""
+    strength = _base_from(config["train"]["init"], config) if config["recipe"]["enabled"] else None
+    return None if strength is None else (config["recipe"]["validation"]["width"], strength)
 
 
 BASE_TARGETS = {"base": "base_success", "strong": "strong_success"}
