@@ -103,6 +103,26 @@ def test_cpu_seconds_per_run_are_fitted_to_measured_jobs(tmp_path) -> None:
         measured_cpu_cost(tmp_path / "nothing", visits=10.0)
 
 
+def test_a_larger_held_out_pool_is_priced_at_what_evaluation_measured(tmp_path) -> None:
+    """Runs that measured 0.004 CPU seconds per held-out episode, 6 of them T2 a run: a design with 10
+    T2 episodes a run pays 4 more per run; candidates try the pools asked for."""
+    (tmp_path / "benchmarks" / "train").mkdir(parents=True)
+    for key, episodes in {"a": [100, 200], "b": [400, 400, 800, 50]}.items():
+        (tmp_path / "benchmarks" / "train" / f"{key}.tsv").write_text(f"s\th:m:s\n{2.0 * len(episodes)}\t0:00:01\n")
+        (tmp_path / "train" / key).mkdir(parents=True)
+        pl.DataFrame({"episodes": episodes, "heldout_seconds_per_episode": 0.004}).write_parquet(
+            tmp_path / "train" / key / "runs.parquet"
+        )
+        tiers = ["T2"] * 6 + ["T0", "V"]
+        pl.DataFrame({"tier": tiers * len(episodes)}).write_parquet(tmp_path / "train" / key / "episodes.parquet")
+    cost = measured_cpu_cost(tmp_path, visits=10.0)
+    assert (cost.per_episode, cost.episodes) == pytest.approx((0.004, 6))
+    design = SweepDesign({"d_traj": (2, 4)}, {"d_traj": 2}, seeds=3, episodes=6)
+    assert cost.of(replace(design, episodes=10)) - cost.of(design) == pytest.approx(3 * 2 * 4 * 0.004)
+    pools = {d.episodes for d in candidates(DESIGN, seeds=(4,), pools=(0.5, 1.0, 2.0))}
+    assert pools == {59, 118, 236}
+
+
 def test_power_command_answers_for_the_8b_study() -> None:
     done = subprocess.run(
         [sys.executable, "-m", "axisrl.cli", "power", "config/studies/qwen3-8b.yaml", "--sims", "20"],

@@ -233,6 +233,7 @@ def test_smoke_study_collects_one_row_per_planned_run(smoke_run):
         "verifier_seconds_per_trajectory",
         "failed_rollout_fraction",
         "utilization",
+        "heldout_seconds_per_episode",
     )
     assert runs.select(drivers).null_count().sum_horizontal().item() == 0
     assert runs["utilization"].is_between(0, 1).all() and runs["failed_rollout_fraction"].is_between(0, 1).all()

@@ -69,7 +69,7 @@ class SweepDesign:
 
     def label(self) -> str:
         points = "/".join(str(len(self.grids[axis])) for axis in self.grids)
-        return f"{self.seeds} seeds, {points} points"
+        return f"{self.seeds} seeds, {points} points, {self.episodes} T2 episodes"
 
 
 @dataclass(frozen=True)
@@ -408,19 +408,24 @@ def predict_kappa(
 @dataclass(frozen=True)
 class RunCost:
     """What one run of a design costs: ``unit`` (cpu_seconds or gpu_hours) per run, from
-    ``base + per_rollout * rollouts`` (tiny) or the GPU cost model at its ``d_traj`` (cluster)."""
+    ``base + per_rollout * rollouts`` (tiny) or the GPU cost model at its ``d_traj`` (cluster).
+    ``base`` holds the evaluation of ``episodes`` T2 episodes a run; a design with another T2 pool
+    pays ``per_episode`` for each episode more or less (0: not measured, so the pool is not searched)."""
 
     unit: str
     base: float = 0.0
     per_rollout: float = 0.0
     visits: float = 0.0
     config: Mapping[str, Any] | None = None
+    per_episode: float = 0.0
+    episodes: int = 0
 
     def of(self, design: SweepDesign) -> float:
         """The design's total: every distinct sweep point times its seeds."""
         points = [design.centre | {axis: x} for axis, values in design.grids.items() for x in values]
         distinct = {tuple(sorted(p.items())) for p in points}
-        return design.seeds * sum(self._run(dict(p)["d_traj"]) for p in distinct)
+        pool = self.per_episode * (design.episodes - self.episodes)
+        return design.seeds * sum(self._run(dict(p)["d_traj"]) + pool for p in distinct)
 
     def _run(self, d_traj: int) -> float:
         if self.unit == "gpu_hours":
@@ -430,37 +435,61 @@ class RunCost:
         return self.base + self.per_rollout * self.visits * d_traj
 
 
+POOL_FACTORS = (0.5, 1.0, 2.0)
+"""T2 pools ``search`` tries, as multiples of the design's, where the evaluation's cost is measured."""
+
+
 def measured_cpu_cost(results: Path, visits: float) -> RunCost:
     """CPU-seconds per tiny-backend run, ``base + per_rollout * rollouts``, fitted by least squares to
     a finished study's train jobs (``results/benchmarks/train/<key>.tsv`` wall seconds against the
     rollouts of the runs in ``results/train/<key>/runs.parquet``). One process per core: a job's
-    wall seconds are its CPU-seconds."""
-    jobs = []
+    wall seconds are its CPU-seconds. A held-out episode costs what its runs measured
+    (``heldout_seconds_per_episode``, median; 0 for a study from before it) and ``base`` holds the
+    evaluation of their T2 pool (``episodes``, read off the jobs' episodes)."""
+    jobs, per_episode, t2 = [], [], []
     for bench in sorted((results / "benchmarks" / "train").glob("*.tsv")):
         runs = results / "train" / bench.stem / "runs.parquet"
         if runs.exists():
-            frame = pl.read_parquet(runs, columns=["episodes"])
+            frame = pl.read_parquet(runs)
             jobs.append(
                 (float(pl.read_csv(bench, separator="\t")["s"][0]), frame.height, float(frame["episodes"].sum()))
             )
+            episodes = runs.with_name("episodes.parquet")
+            if "heldout_seconds_per_episode" in frame.columns and episodes.exists():
+                per_episode += frame["heldout_seconds_per_episode"].to_list()
+                n_t2 = pl.scan_parquet(episodes).filter(pl.col("tier") == TIER).select(pl.len()).collect().item()
+                t2.append(n_t2 / frame.height)
     if len(jobs) < 2:
         raise ValueError(f"{results}: fewer than 2 measured train jobs to fit CPU-seconds per run from")
     seconds, n_runs, rollouts = (np.array(column) for column in zip(*jobs, strict=True))
     (base, per_rollout), *_ = np.linalg.lstsq(np.column_stack((n_runs, rollouts)), seconds, rcond=None)
-    return RunCost("cpu_seconds", float(base), float(per_rollout), visits)
+    if not per_episode:
+        return RunCost("cpu_seconds", float(base), float(per_rollout), visits)
+    return RunCost(
+        "cpu_seconds",
+        float(base),
+        float(per_rollout),
+        visits,
+        per_episode=float(np.median(per_episode)),
+        episodes=round(float(np.median(t2))),
+    )
 
 
-def candidates(design: SweepDesign, seeds: Sequence[int]) -> list[SweepDesign]:
+def candidates(design: SweepDesign, seeds: Sequence[int], pools: Sequence[float] = (1.0,)) -> list[SweepDesign]:
     """The design with every other seed count and every coarser grid over the same range
-    (``plan.spread``, the centre kept), down to the 3 points a slope's interval needs."""
+    (``plan.spread``, the centre kept), down to the 3 points a slope's interval needs, at each T2
+    pool in ``pools`` (multiples of the design's episodes per run)."""
     longest = max(len(values) for values in design.grids.values())
     designs: dict[tuple, SweepDesign] = {}
-    for n_seeds, n_points in itertools.product(seeds, range(3, longest + 1)):
+    for n_seeds, n_points, pool in itertools.product(seeds, range(3, longest + 1), pools):
         grids = {
             axis: tuple(sorted({*spread(values, n_points), design.centre[axis]}))
             for axis, values in design.grids.items()
         }
-        designs.setdefault((n_seeds, *grids.values()), replace(design, grids=grids, seeds=n_seeds))
+        episodes = max(1, round(design.episodes * pool))
+        designs.setdefault(
+            (n_seeds, episodes, *grids.values()), replace(design, grids=grids, seeds=n_seeds, episodes=episodes)
+        )
     return list(designs.values())
 
 
@@ -472,16 +501,18 @@ def search(
     seeds: Sequence[int] = (2, 3, 4, 6, 8),
     n_sims: int = 30,
 ) -> pl.DataFrame:
-    """Every candidate design (``candidates``): its cost and the largest expected half-width of each
-    kind of quantity, cheapest first."""
+    """Every candidate design (``candidates``, and each at the T2 pools of ``POOL_FACTORS`` where
+    ``cost`` prices a held-out episode): its cost and the largest expected half-width of each kind
+    of quantity, cheapest first."""
     rows = []
-    for candidate in candidates(design, seeds):
+    for candidate in candidates(design, seeds, POOL_FACTORS if cost.per_episode > 0 else (1.0,)):
         widths = predict(candidate, truth, noise, n_sims).group_by("quantity").agg(pl.col("half_width").max())
         widest = dict(widths.iter_rows())
         rows.append(
             {
                 "design": candidate.label(),
                 "seeds": candidate.seeds,
+                "episodes": candidate.episodes,
                 "runs": candidate.runs,
                 "cost": cost.of(candidate),
                 **{f"max_half_width_{q}": widest.get(q) for q in QUANTITIES},

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -81,9 +82,13 @@ def train(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, str
             }
         )
         checkpoints[seed] = checkpoint(result)
+    started = time.process_time()
     evaluated = evaluate_seeds(
         [policy_of(checkpoints[seed]) for seed in seeds], heldout_envs, heldout_tasks, settings["evaluate"]["seed"]
     )
+    per_episode = (time.process_time() - started) / max(1, sum(map(len, evaluated)))
+    for row in runs:  # measured like the cost drivers: what the planner prices a larger held-out pool at
+        row["heldout_seconds_per_episode"] = per_episode
     episodes = []
     for seed, run, rows in zip(seeds, run_keys, evaluated):
         episodes += [{"run_key": run, "seed": seed, **row} for row in rows]
