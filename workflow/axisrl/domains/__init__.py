@@ -1,6 +1,6 @@
 """Environment domains: ``toolworld`` (procedural tool-use worlds) and ``mathcode`` (reasoning-gym
 generators under tool harnesses). Every stage and backend reaches a domain through ``load``, so
-adding one is a module with the same API and a name here.
+adding one is a module with the same API (its environment class exported as ``Env``) and a name here.
 """
 
 from __future__ import annotations
@@ -28,6 +28,17 @@ class Domain:
     transition_tokens: Callable[[Mapping[str, Any]], frozenset[str]]
     tool_schemas: Callable[[Mapping[str, Any]], list[dict[str, Any]]]
     render_chat: Callable[[Mapping[str, Any], Mapping[str, Any]], dict[str, Any]]
+    generate_pretrain_pool: Callable[..., Any] | None = None
+    """The pool a tiny base is behaviour-cloned on (None: the domain has no tiny base)."""
+    SimulatedEnv: type | None = None
+    """A learned-simulator stand-in (DreamGym-like synthetic rollouts; None: the domain has none)."""
+
+    def require(self, capability: str) -> Any:
+        """An optional part of the domain, or a clear error naming what the study asked of it."""
+        value = getattr(self, capability)
+        if value is None:
+            raise ValueError(f"the {self.name} domain has no {capability}: the study asks for one")
+        return value
 
 
 def load(name: str) -> Domain:
@@ -35,15 +46,16 @@ def load(name: str) -> Domain:
     if name not in DOMAINS:
         raise ValueError(f"unknown domain {name!r}; expected one of {DOMAINS}")
     module = importlib.import_module(f"axisrl.domains.{name}")
-    env = module.ToolworldEnv if name == "toolworld" else module.MathcodeEnv
     return Domain(
         name,
         module.generate_pool,
-        env,
+        module.Env,
         module.signatures,
         module.tool_tokens,
         module.schema_tokens,
         module.transition_tokens,
         module.tool_schemas,
         module.render_chat,
+        getattr(module, "generate_pretrain_pool", None),
+        getattr(module, "SimulatedEnv", None),
     )

@@ -61,16 +61,18 @@ def pretrain(
 ) -> None:
     """Make the pretraining pool, behaviour-clone a base on it, choose the base on V, evaluate it."""
     limit_threads(1)
+    from axisrl import domains
     from axisrl.backends.tiny import TrainSettings, checkpoint, evaluate_seeds, save_checkpoints, train_seeds
     from axisrl.backends.tiny.train import make_policy, param_hash
-    from axisrl.domains import toolworld
 
     p = settings["pretrain"]
     taken = taken_signatures(
         [read_artifact(inputs[name], "dedup") for name in ("envs", "placebo_envs", "heldout_envs")]
     )
     started = time.process_time()
-    env_rows, task_rows = toolworld.generate_pretrain_pool(settings["synthesize"], p, taken)
+    env_rows, task_rows = domains.load(settings["domain"]).require("generate_pretrain_pool")(
+        settings["synthesize"], p, taken
+    )
     envs = pl.DataFrame(env_rows, schema=ENV_COLUMNS).with_columns(source=pl.lit("real"))
     tasks = pl.DataFrame(task_rows, schema=TASK_COLUMNS).with_columns(source=pl.lit("real"))
     log.info(

@@ -12,10 +12,10 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from axisrl import domains
 from axisrl.artifacts import read_artifact, write_artifact
 from axisrl.config import StageSpec
 from axisrl.diagnostics import run_diagnostics
-from axisrl.domains import toolworld
 from axisrl.threads import limit_threads
 
 log = logging.getLogger("axisrl")
@@ -40,7 +40,7 @@ def train(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, str
         read_artifact(inputs["envs"], "dedup"), read_artifact(inputs["tasks"], "dedup"), design, pool
     )
     heldout_envs, heldout_tasks = (frame.to_dicts() for frame in heldout(inputs))
-    synthetic = synthetic_trajectories(design, tasks, inputs, settings.get("sources"))
+    synthetic = synthetic_trajectories(settings["domain"], design, tasks, inputs, settings.get("sources"))
     backend = TrainSettings.from_dict(settings["settings"])
     budget = settings["budget"]
     planned = {key: budget[key] for key in ("budget_visits", "budget_rollouts", "max_rollout_steps", "max_flops")}
@@ -126,7 +126,11 @@ def heldout(inputs: Mapping[str, str]) -> tuple[pl.DataFrame, pl.DataFrame]:
 
 
 def synthetic_trajectories(
-    design: Mapping[str, Any], tasks: pl.DataFrame, inputs: Mapping[str, str], sources: Mapping[str, Any] | None
+    domain: str,
+    design: Mapping[str, Any],
+    tasks: pl.DataFrame,
+    inputs: Mapping[str, str],
+    sources: Mapping[str, Any] | None,
 ) -> Any:
     """The trajectory-axis synthetic data of a mixture design for the tiny backend, or None:
     replayed trajectories of its source for its tasks (SWiRL-like), or rollouts stepped by the
@@ -140,9 +144,10 @@ def synthetic_trajectories(
         return None
     method = method_of(design["source"]).name
     if method == "dreamgym":
-        fidelity = sources["methods"][method]  # toolworld ignores the unit cost
+        fidelity = sources["methods"][method]  # the simulator ignores the unit cost
+        simulated = domains.load(domain).require("SimulatedEnv")
         return SyntheticTrajectories(
-            per_group, simulator=lambda spec, task, seed: toolworld.SimulatedEnv(spec, task, fidelity, seed)
+            per_group, simulator=lambda spec, task, seed: simulated(spec, task, fidelity, seed)
         )
     rows = (
         read_artifact(inputs["synthetic_trajectories"], "sources")

@@ -11,7 +11,11 @@ from axisrl.domains.mathcode.env import Harness, MathcodeEnv, ScoredVerifyResult
 from axisrl.domains.mathcode.pool import GENERATORS, HELDOUT_GENERATORS, generate_pool, generate_tasks
 from axisrl.domains.mathcode.signatures import schema_tokens, signatures, tool_tokens, transition_tokens
 
+Env = MathcodeEnv
+"""The domain's environment class, as ``axisrl.domains.load`` finds it."""
+
 __all__ = [
+    "Env",
     "GENERATORS",
     "HELDOUT_GENERATORS",
     "Harness",

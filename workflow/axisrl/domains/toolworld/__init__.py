@@ -17,7 +17,11 @@ from axisrl.domains.toolworld.synthetic import METHODS, Method, SyntheticPool, g
 from axisrl.domains.toolworld.tasks import generate_tasks
 from axisrl.domains.toolworld.world import env_id, reskin, with_semantics, with_verifier
 
+Env = ToolworldEnv
+"""The domain's environment class, as ``axisrl.domains.load`` finds it."""
+
 __all__ = [
+    "Env",
     "PRETRAIN_TIER",
     "METHODS",
     "Method",
