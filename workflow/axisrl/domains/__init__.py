@@ -1,5 +1,6 @@
-"""Environment domains: ``toolworld`` (procedural tool-use worlds) and ``mathcode`` (reasoning-gym
-generators under tool harnesses). Every stage and backend reaches a domain through ``load``, so
+"""Environment domains: ``toolworld`` (procedural tool-use worlds), ``mathcode`` (reasoning-gym
+generators under tool harnesses) and ``miniwob`` (MiniWoB++ pages in a headless Chromium, for the
+LLM backends). Every stage and backend reaches a domain through ``load``, so
 adding one is a module with the same API (its environment class exported as ``Env``) and a name here.
 """
 
@@ -10,7 +11,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-DOMAINS = ("toolworld", "mathcode")
+DOMAINS = ("toolworld", "mathcode", "miniwob")
 
 
 @dataclass(frozen=True)
