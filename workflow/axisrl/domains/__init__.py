@@ -1,7 +1,8 @@
 """Environment domains: ``toolworld`` (procedural tool-use worlds), ``mathcode`` (reasoning-gym
-generators under tool harnesses) and ``miniwob`` (MiniWoB++ pages in a headless Chromium, for the
-LLM backends). Every stage and backend reaches a domain through ``load``, so
-adding one is a module with the same API (its environment class exported as ``Env``) and a name here.
+generators under tool harnesses), ``miniwob`` (MiniWoB++ pages in a headless Chromium) and
+``webworld`` (procedural web sites with WebShop-like tasks); the last two serve the LLM backends.
+Every stage and backend reaches a domain through ``load``, so adding one is a module with the same
+API (its environment class exported as ``Env``) and a name here.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-DOMAINS = ("toolworld", "mathcode", "miniwob")
+DOMAINS = ("toolworld", "mathcode", "miniwob", "webworld")
 
 
 @dataclass(frozen=True)
