@@ -1,6 +1,7 @@
 """Environment domains: ``toolworld`` (procedural tool-use worlds), ``mathcode`` (reasoning-gym
-generators under tool harnesses), ``miniwob`` (MiniWoB++ pages in a headless Chromium) and
-``webworld`` (procedural web sites with WebShop-like tasks); the last two serve the LLM backends.
+generators under tool harnesses), ``miniwob`` (MiniWoB++ pages in a headless Chromium),
+``webworld`` (procedural web sites with WebShop-like tasks) and ``repoworld`` (procedural Python
+repositories with injected bugs and issue reports); the last three serve the LLM backends.
 Every stage and backend reaches a domain through ``load``, so adding one is a module with the same
 API (its environment class exported as ``Env``) and a name here.
 """
@@ -12,7 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-DOMAINS = ("toolworld", "mathcode", "miniwob", "webworld")
+DOMAINS = ("toolworld", "mathcode", "miniwob", "webworld", "repoworld")
 
 
 @dataclass(frozen=True)
