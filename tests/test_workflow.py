@@ -156,6 +156,10 @@ def test_same_config_twice_gives_identical_artifact_contents(smoke_run, tmp_path
         assert pl.read_parquet(first[name]).equals(pl.read_parquet(second[name])), name
 
 
+WALL_TIME_SUFFIXES = ("_seconds_per_call", "_per_trajectory", "_seconds_per_episode")
+"""The measured, machine-dependent columns of ``runs.parquet`` (cost drivers and evaluation time)."""
+
+
 @pytest.mark.slow
 def test_same_run_key_twice_gives_identical_metrics_and_parameters(smoke_run, tmp_path):
     """Training is deterministic per run key: a GRPO and a PPO grid point trained again from scratch
@@ -179,11 +183,7 @@ def test_same_run_key_twice_gives_identical_metrics_and_parameters(smoke_run, tm
             snakemake(again, target, "--cores", "2", *SMOKE, env={"AXISRL_WARM": "0"})
             first, second = (pl.read_parquet(root / target) for root in (smoke_run, again))
             assert first["param_hash"].to_list() == second["param_hash"].to_list(), algo
-            deterministic = [
-                c
-                for c in first.columns
-                if not c.endswith(("_seconds_per_call", "_per_trajectory")) and c != "utilization"
-            ]
+            deterministic = [c for c in first.columns if not c.endswith(WALL_TIME_SUFFIXES) and c != "utilization"]
             assert first.select(deterministic).equals(second.select(deterministic)), algo
             metrics = target.replace("runs.parquet", "metrics.parquet")
             assert pl.read_parquet(smoke_run / metrics).equals(pl.read_parquet(again / metrics)), algo
