@@ -18,7 +18,7 @@ their own, sharing no signature with training or T2. Every seed stream is named 
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
 
@@ -112,6 +112,29 @@ def emit(
     )
     for task in synth.tasks(spec, ident, n_tasks, seed):
         tasks.append({**task, "split": origin.split, "tier": origin.tier})
+
+
+def draw_variant(
+    structure: Any,
+    variant_seed: int | None,
+    copy: Callable[[Any], Any],
+    options: Callable[[Any], Mapping[str, list[str]]],
+    apply: Callable[[Any, str, random.Random], None],
+) -> tuple[Any, list[str]]:
+    """A variant (L1) as toolworld draws one: 1-3 declared edits from ``variant_seed``, each from a
+    level (``options``: level -> the edits it offers now) chosen uniformly among those that offer
+    one, applied in order; ``None`` is the unedited structure."""
+    edited = copy(structure)
+    if variant_seed is None:
+        return edited, []
+    rng = random.Random(derive_seed(variant_seed, "edits"))
+    edits: list[str] = []
+    for _ in range(rng.choice((1, 1, 2, 2, 3))):
+        offered = {level: opts for level, opts in options(edited).items() if opts}
+        edit = rng.choice(offered[rng.choice(sorted(offered))])
+        apply(edited, edit, rng)
+        edits.append(edit)
+    return edited, edits
 
 
 def task_seed(synth: LevelSynthesizer, root: int, origin: Origin) -> int:

@@ -32,6 +32,7 @@ import random
 from collections.abc import Mapping
 from typing import Any
 
+from axisrl.domains.levels import draw_variant
 from axisrl.domains.repoworld.runner import Session, call_functions
 from axisrl.domains.repoworld.templates import (
     INT3_TO_INT,
@@ -319,17 +320,7 @@ def _apply_edit(structure: Structure, edit: str) -> None:
 
 def sample_variant(structure: Structure, variant_seed: int | None) -> tuple[Structure, list[str]]:
     """Apply 1-3 declared edits drawn from ``variant_seed``; ``None`` is the unedited world."""
-    edited = _copy(structure)
-    if variant_seed is None:
-        return edited, []
-    rng = random.Random(derive_seed(variant_seed, "edits"))
-    edits: list[str] = []
-    for _ in range(rng.choice((1, 1, 2, 2, 3))):
-        options = {level: opts for level, opts in _edit_options(edited).items() if opts}
-        edit = rng.choice(options[rng.choice(sorted(options))])
-        _apply_edit(edited, edit)
-        edits.append(edit)
-    return edited, edits
+    return draw_variant(structure, variant_seed, _copy, _edit_options, lambda s, e, _rng: _apply_edit(s, e))
 
 
 def edit_options(structure: Structure) -> dict[str, list[str]]:

@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from axisrl.domains.levels import draw_variant
 from axisrl.domains.toolworld.canon import derive_seed
 from axisrl.domains.toolworld.lexicon import assign_words, entity_name, make_id_format
 
@@ -272,17 +273,7 @@ def apply_edit(structure: Structure, edit: str, rng: random.Random) -> None:
 
 def sample_variant(structure: Structure, variant_seed: int | None) -> tuple[Structure, list[str]]:
     """Apply 1-3 declared edits drawn from ``variant_seed``; ``None`` is the unedited site."""
-    edited = _copy(structure)
-    if variant_seed is None:
-        return edited, []
-    rng = random.Random(derive_seed(variant_seed, "edits"))
-    edits: list[str] = []
-    for _ in range(rng.choice((1, 1, 2, 2, 3))):
-        options = {cat: opts for cat, opts in edit_options(edited).items() if opts}
-        edit = rng.choice(options[rng.choice(sorted(options))])
-        apply_edit(edited, edit, rng)
-        edits.append(edit)
-    return edited, edits
+    return draw_variant(structure, variant_seed, _copy, edit_options, apply_edit)
 
 
 # ---------------------------------------------------------------------------------------------- L0
