@@ -13,12 +13,12 @@ import pytest
 
 from axisrl.backends.tiny.encoding import EpisodeFeatures
 from axisrl.backends.tiny.policy import ToolPointer
-from axisrl.backends.tiny.slots import Permutation, shuffled
-from axisrl.backends.tiny.view import CompactEpisode, render_compact
 from axisrl.backends.tiny.vocab import PRIMITIVES
 from axisrl.config import load_config, validate_config
 from axisrl.domains import toolworld as tw
+from axisrl.domains.toolworld.compact import CompactEpisode, render_compact
 from axisrl.domains.toolworld.runtime import compile_spec
+from axisrl.domains.toolworld.slots import Permutation, shuffled
 from conftest import DEFAULT_CONFIG, SCHEMA_PATH
 
 POOL = {

@@ -52,8 +52,7 @@ def offered(pool: tw.Pool, task: Mapping[str, Any]) -> bool:
     """Whether the compact view offers every call of the task's reference, compared as canonical
     JSON (independently of ``call_key``). It does not when the reference applies an increment
     whose delta it never read, which the view can only offer once the current value was seen."""
-    spec = Specs(pool.envs)[task["env_id"]]
-    episode = Episode.start(spec, task, 11, None)
+    episode = Episode.start(Specs(pool.envs), task, 11, None)
     for call in json.loads(task["reference"]):
         calls = [canonical_json(episode.compact.call(k)) for k in range(len(episode.compact.candidates()))]
         if canonical_json(call) not in calls:
@@ -100,7 +99,7 @@ def test_reference_solutions_replay_through_the_compact_view(pool, playable):
     torch.manual_seed(0)
     policy = tiny.make_policy(quick())
     specs = Specs(pool.envs)
-    episodes = [Episode.start(specs[t["env_id"]], t, 11, False) for t in pool.tasks]
+    episodes = [Episode.start(specs, t, 11, False) for t in pool.tasks]
     scripts = [json.loads(t["reference"]) for t in pool.tasks]
     stats = rollout(policy, episodes, None, scripts=scripts)
     ids = {t["task_id"] for t in playable}
@@ -233,7 +232,7 @@ def learned(pool, playable) -> dict[str, list[tuple[tiny.TrainResult, float, flo
             policy = tiny.make_policy(settings)
             policy.load_state_dict(result.state)
             success = np.mean([r["success"] for r in tiny.evaluate(policy, pool.envs, tasks, seed=0)])
-            episodes = [Episode.start(specs[t["env_id"]], t, 5, False) for t in tasks]
+            episodes = [Episode.start(specs, t, 5, False) for t in tasks]
             rollout(policy, episodes, None, scripts=[json.loads(t["reference"]) for t in tasks])
             log_prob = np.mean([p for e in episodes for p in e.log_probs])
             out.setdefault(name, []).append((result, float(success), float(log_prob)))

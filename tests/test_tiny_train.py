@@ -17,11 +17,11 @@ from axisrl.backends.tiny.features import EpisodeFeatures, collate, collate_epis
 from axisrl.backends.tiny.policy import ToolPointer
 from axisrl.backends.tiny.rollout import Diverged, Episode, Node, Specs, call_key, rollout
 from axisrl.backends.tiny.synthetic import TaskSampler
-from axisrl.backends.tiny.view import CompactEpisode
 from axisrl.backends.tiny.vocab import PRIMITIVES
 from axisrl.config import validate_config
 from axisrl.diagnostics import STEP_COLUMNS, EpisodeCounts, step_diagnostics
 from axisrl.domains import toolworld as tw
+from axisrl.domains.toolworld.compact import CompactEpisode
 
 POOL = {
     "n_worlds": 4,
@@ -144,8 +144,9 @@ def test_a_rollout_is_counted_as_the_diagnostics_define(pool):
     """Finishing at once: one turn, no tool call; calling tools until ``max_steps``: every turn a
     call, truncated."""
     task = pool.tasks[0]
-    spec = Specs(pool.envs)[task["env_id"]]
-    finisher, caller = (Episode.start(spec, task, 0, False) for _ in range(2))
+    specs = Specs(pool.envs)
+    spec = specs[task["env_id"]]
+    finisher, caller = (Episode.start(specs, task, 0, False) for _ in range(2))
     names = [finisher.compact.call(k)["name"] for k in range(len(finisher.compact.candidates()))]
     finisher.act(names.index("finish"))
     while not caller.done:
@@ -245,7 +246,7 @@ def test_an_evaluation_can_name_each_episodes_first_primitive(pool):
     specs, played = Specs(pool.envs), 0
     for episode_seed, task in enumerate(pool.tasks):
         for first in (json.loads(task["reference"])[0], {"name": "finish", "arguments": {}}):
-            episode = Episode.start(specs[task["env_id"]], task, episode_seed, False)
+            episode = Episode.start(specs, task, episode_seed, False)
             assert episode.first_primitive() is None
             keys = [call_key(episode.compact.call(k)) for k in range(len(episode.compact.candidates()))]
             if call_key(first) in keys:
@@ -350,7 +351,7 @@ def test_forked_nodes_branch_like_fresh_episodes(pool):
     specs = Specs(pool.envs)
     for task in [t for t in pool.tasks if t["n_steps"] >= 2][:4]:
         spec = specs[task["env_id"]]
-        shared = Node.start(spec, task, 7, False)
+        shared = Node.start(specs.domain, spec, task, 7, False)
         shared.features.decision()
         shared.act(0)
         shared.features.decision()
@@ -359,7 +360,7 @@ def test_forked_nodes_branch_like_fresh_episodes(pool):
         shared.act(n - 1)
         branch.act(0)
         for node, actions in ((shared, [0, n - 1]), (branch, [0, 0])):
-            alone = Node.start(spec, task, 7, False)
+            alone = Node.start(specs.domain, spec, task, 7, False)
             for k in actions:
                 alone.features.decision()
                 alone.act(k)
@@ -377,7 +378,7 @@ def test_a_group_shares_its_common_prefix(pool):
     policy = ToolPointer(16)
     specs = Specs(pool.envs)
     task = pool.tasks[0]
-    episodes = Episode.group(specs[task["env_id"]], task, 3, False, 8)
+    episodes = Episode.group(specs, task, 3, False, 8)
     stats = rollout(policy, episodes, np.random.default_rng(0))
     assert stats.env_steps == sum(len(e.actions) for e in episodes)
     assert stats.scored_decisions < stats.decisions
@@ -469,7 +470,7 @@ def test_a_grpo_update_in_chunks_accumulates_the_gradient_of_one_pass(pool, monk
     episodes = [
         episode
         for g, task in enumerate(pool.tasks[:16])
-        for episode in Episode.group(specs[task["env_id"]], task, g, False, settings.group_size)
+        for episode in Episode.group(specs, task, g, False, settings.group_size)
     ]
     torch.manual_seed(1)
     reference = ToolPointer(settings.width).requires_grad_(False)  # another policy: the KL term has a gradient

@@ -9,8 +9,8 @@ import random
 
 import pytest
 
-from axisrl.backends.tiny.view import CompactEpisode
 from axisrl.domains import toolworld as tw
+from axisrl.domains.toolworld.compact import CompactEpisode
 from axisrl.domains.toolworld.defects import reword
 from axisrl.domains.toolworld.methods import TASK_DEFECTS
 from axisrl.domains.toolworld.model import copy_state

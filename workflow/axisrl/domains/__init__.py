@@ -8,12 +8,15 @@ API (its environment class exported as ``Env``) and a name here.
 
 from __future__ import annotations
 
+import functools
 import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 DOMAINS = ("toolworld", "mathcode", "miniwob", "webworld", "repoworld")
+DEFAULT_DOMAIN = DOMAINS[0]
+"""The domain of a study (and of a backend call) that names none."""
 
 
 @dataclass(frozen=True)
@@ -35,6 +38,9 @@ class Domain:
     """The pool a tiny base is behaviour-cloned on (None: the domain has no tiny base)."""
     SimulatedEnv: type | None = None
     """A learned-simulator stand-in (DreamGym-like synthetic rollouts; None: the domain has none)."""
+    compact_view: Callable[..., Any] | None = None
+    """The name-free view the tiny policy acts through (``axisrl.domains.compact.ViewFactory``;
+    None: the domain serves the LLM backends only)."""
 
     def require(self, capability: str) -> Any:
         """An optional part of the domain, or a clear error naming what the study asked of it."""
@@ -44,6 +50,7 @@ class Domain:
         return value
 
 
+@functools.cache
 def load(name: str) -> Domain:
     """The domain called ``name``, imported on first use (mathcode imports reasoning-gym)."""
     if name not in DOMAINS:
@@ -61,4 +68,5 @@ def load(name: str) -> Domain:
         module.render_chat,
         getattr(module, "generate_pretrain_pool", None),
         getattr(module, "SimulatedEnv", None),
+        getattr(module, "compact_view", None),
     )

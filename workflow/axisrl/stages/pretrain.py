@@ -97,6 +97,7 @@ def pretrain(
         [p["seed"]],
         progress=lambda _, row: log.info("bc step %d loss %.3f", row["update"] + 1, row["loss"]),
         snapshots=wanted,
+        domain=settings["domain"],
     )[0]
     bc_seconds = time.process_time() - started
     if result.status != "ok":
@@ -118,7 +119,9 @@ def pretrain(
     scored: list[list[dict[str, Any]]] = []
     while len(scored) < len(steps) and not any(rate(rows) >= p["base_success"] for rows in scored):
         block = policies[len(scored) : len(scored) + SELECTION_BLOCK]  # in lockstep; later ones only if needed
-        scored += evaluate_seeds(block, heldout_envs.to_dicts(), validation.to_dicts(), settings["evaluate_seed"])
+        scored += evaluate_seeds(
+            block, heldout_envs.to_dicts(), validation.to_dicts(), settings["evaluate_seed"], domain=settings["domain"]
+        )
     selection_seconds = time.process_time() - started
     flops = np.cumsum([0] + [row["rollout_flops"] + row["train_flops"] for row in result.metrics])
     evaluated = [len(rows) for rows in scored] + [None] * (len(steps) - len(scored))
@@ -152,7 +155,11 @@ def pretrain(
     log.info("base: %d BC steps, V success %.3f (n=%d)", chosen["bc_steps"], chosen["p_V"], chosen["n_V"])
 
     episodes = evaluate_seeds(
-        [policies[row]], heldout_envs.to_dicts(), heldout_tasks.to_dicts(), settings["evaluate_seed"]
+        [policies[row]],
+        heldout_envs.to_dicts(),
+        heldout_tasks.to_dicts(),
+        settings["evaluate_seed"],
+        domain=settings["domain"],
     )[0]
     base = {
         **checkpoint(result),

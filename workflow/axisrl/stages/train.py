@@ -57,6 +57,7 @@ def train(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, str
         synthetic=synthetic,
         progress=lambda seed, row: log.info("seed %d update %d reward %.3f", seed, row["update"], row["reward_mean"]),
         init=init,
+        domain=settings["domain"],
     )
     metrics, runs, checkpoints = [], [], {}
     for seed, run, result in zip(seeds, run_keys, results):
@@ -84,7 +85,11 @@ def train(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, str
         checkpoints[seed] = checkpoint(result)
     started = time.process_time()
     evaluated = evaluate_seeds(
-        [policy_of(checkpoints[seed]) for seed in seeds], heldout_envs, heldout_tasks, settings["evaluate"]["seed"]
+        [policy_of(checkpoints[seed]) for seed in seeds],
+        heldout_envs,
+        heldout_tasks,
+        settings["evaluate"]["seed"],
+        domain=settings["domain"],
     )
     per_episode = (time.process_time() - started) / max(1, sum(map(len, evaluated)))
     for row in runs:  # measured like the cost drivers: what the planner prices a larger held-out pool at

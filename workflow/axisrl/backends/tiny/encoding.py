@@ -1,4 +1,4 @@
-"""One episode's features: the integer view of a ``CompactEpisode``, extended as it advances.
+"""One episode's features: the integer view of a ``CompactView``, extended as it advances.
 
 A symbol is numbered by first appearance within its episode, so what the policy can learn about it
 is its kind, its slot (drawn afresh per episode, so it names nothing) and the roles it plays in the
@@ -17,8 +17,15 @@ from typing import NamedTuple
 
 import numpy as np
 
-from axisrl.backends.tiny.view import HISTORY_K, CompactEpisode
 from axisrl.backends.tiny.vocab import GOAL_HEADS, GOAL_POSITIONS, N_STRUCT, PRIMITIVES, STRUCT_ID, UNK, classify
+from axisrl.domains.compact import HISTORY_K, CompactView
+
+
+def _primitive_id(primitive: str) -> int:
+    """A toolworld primitive's id: the leak ablation's feature, which exists for toolworld's tools only."""
+    if primitive not in PRIMITIVES:
+        raise ValueError(f"leak_primitive_role shows toolworld's primitives; {primitive!r} is not one")
+    return PRIMITIVES.index(primitive)
 
 
 class ValueCodes(NamedTuple):
@@ -95,9 +102,9 @@ class Decision:
 
 
 class EpisodeFeatures:
-    """The integer view of one ``CompactEpisode``, extended as the episode advances."""
+    """The integer view of one ``CompactView``, extended as the episode advances."""
 
-    def __init__(self, compact: CompactEpisode, leak_primitive_role: bool) -> None:
+    def __init__(self, compact: CompactView, leak_primitive_role: bool) -> None:
         self.compact = compact
         self.codes: dict[str, int] = dict(STRUCT_ID)
         """Token -> its code: every structural token, and each symbol seen so far."""
@@ -125,8 +132,7 @@ class EpisodeFeatures:
         for position, descriptor in enumerate(compact.tools):
             self.tool_table.append(code(descriptor[0]))
             self.tool_struct.append([code(token) for token in descriptor[1:4]])
-            tool = compact.ordered[position]
-            self.tool_prim.append(PRIMITIVES.index(tool.prim if tool else "finish") if leak_primitive_role else 0)
+            self.tool_prim.append(_primitive_id(compact.primitive(position)) if leak_primitive_role else 0)
             self.param_start.append(len(self.param_tool))
             for j in range((len(descriptor) - 4) // 3):
                 kind, slot, required = descriptor[4 + 3 * j : 7 + 3 * j]
@@ -148,7 +154,7 @@ class EpisodeFeatures:
         self.val_type: list[int] = []
         self.val_type_tok: list[int] = []
 
-    def fork(self, compact: CompactEpisode) -> EpisodeFeatures:
+    def fork(self, compact: CompactView) -> EpisodeFeatures:
         """A copy following ``compact`` (a fork of this one's episode); the goal and tool arrays,
         fixed for the episode, are shared."""
         other = copy.copy(self)
@@ -220,7 +226,7 @@ class EpisodeFeatures:
         while len(steps) < len(compact.steps):
             steps.append(self._step(compact.steps[len(steps)]))
         values, _, _ = compact.current()
-        base = len(compact.state.values)
+        base = compact.base_values
         while len(self.val_tok) < base:
             tok, typ, type_tok = self._value(*values[len(self.val_tok)])
             self.val_tok.append(tok)

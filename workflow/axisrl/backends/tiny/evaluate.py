@@ -19,6 +19,7 @@ import numpy as np
 
 from axisrl.backends.tiny.policy import PolicyStack, ToolPointer
 from axisrl.backends.tiny.rollout import Diverged, Episode, Specs, no_cyclic_gc, rollout, rollout_seeds
+from axisrl.domains import DEFAULT_DOMAIN
 from axisrl.domains.toolworld.canon import canonical_json
 
 EVAL_CHUNK_ACTIVATIONS = 256 * 64
@@ -43,13 +44,14 @@ class HeldoutStarts:
         tasks: Sequence[Mapping[str, Any]],
         seed: int,
         leak_primitive_role: bool,
+        domain: str = DEFAULT_DOMAIN,
     ) -> None:
-        self.made_for = (seed, leak_primitive_role, [task["task_id"] for task in tasks])
+        self.made_for = (seed, leak_primitive_role, [task["task_id"] for task in tasks], domain)
         """What ``evaluate`` checks its own arguments against."""
-        specs = Specs(envs)
+        specs = Specs(envs, domain)
         with no_cyclic_gc():
             self.episodes = [
-                Episode.start(specs[task["env_id"]], task, episode_seed, leak_primitive_role)
+                Episode.start(specs, task, episode_seed, leak_primitive_role)
                 for task, episode_seed in zip(tasks, _episode_seeds(tasks, seed))
             ]
 
@@ -65,6 +67,7 @@ def evaluate(
     greedy: bool = True,
     starts: HeldoutStarts | None = None,
     first_primitive: bool = False,
+    domain: str = DEFAULT_DOMAIN,
 ) -> list[dict[str, Any]]:
     """One episode per task: task_id, env_id, tier, success, reward (sparse), partial (subgoal
     fraction), steps, tool_calls, errors. ``starts``: the same ``envs``, ``tasks`` and ``seed``
@@ -72,8 +75,8 @@ def evaluate(
     each record also has ``first_primitive``, the primitive of the episode's first call
     (``Episode.first_primitive``), read after the episode ended; nothing else changes."""
     if greedy:
-        return evaluate_seeds([policy], envs, tasks, seed, starts, first_primitive)[0]
-    starts = _starts_for(policy, envs, tasks, seed, starts)
+        return evaluate_seeds([policy], envs, tasks, seed, starts, first_primitive, domain)[0]
+    starts = _starts_for(policy, envs, tasks, seed, starts, domain)
     action_rng = np.random.default_rng([seed, 1])
     policy.eval()
     records = []
@@ -93,11 +96,12 @@ def evaluate_seeds(
     seed: int,
     starts: HeldoutStarts | None = None,
     first_primitive: bool = False,
+    domain: str = DEFAULT_DOMAIN,
 ) -> list[list[dict[str, Any]]]:
     """Greedy ``evaluate`` of several policies (a job's seeds) at once, in lockstep
     (``rollout_seeds``): each policy's records are those ``evaluate`` gives it alone, bit for bit
     (each plays the same chunks of tasks as alone, so every forward has its own shapes)."""
-    starts = _starts_for(policies[0], envs, tasks, seed, starts)
+    starts = _starts_for(policies[0], envs, tasks, seed, starts, domain)
     stack = PolicyStack([policy.eval() for policy in policies])
     records: list[list[dict[str, Any]]] = [[] for _ in policies]
     chunk = _chunk(policies[0])
@@ -122,11 +126,14 @@ def _starts_for(
     tasks: Sequence[Mapping[str, Any]],
     seed: int,
     starts: HeldoutStarts | None,
+    domain: str,
 ) -> HeldoutStarts:
     if starts is None:
-        return HeldoutStarts(envs, tasks, seed, policy.leak_primitive_role)
-    if starts.made_for != (seed, policy.leak_primitive_role, [task["task_id"] for task in tasks]):
-        raise ValueError("held-out starts were made for other tasks, another seed or another leak_primitive_role")
+        return HeldoutStarts(envs, tasks, seed, policy.leak_primitive_role, domain)
+    if starts.made_for != (seed, policy.leak_primitive_role, [task["task_id"] for task in tasks], domain):
+        raise ValueError(
+            "held-out starts were made for other tasks, another seed, another leak_primitive_role or another domain"
+        )
     return starts
 
 
@@ -167,18 +174,19 @@ def baseline_episodes(
     heldout_envs: Sequence[Mapping[str, Any]],
     heldout_tasks: Sequence[Mapping[str, Any]],
     seed: int,
+    domain: str = DEFAULT_DOMAIN,
 ) -> list[dict[str, Any]]:
     """Held-out episodes (same records as ``evaluate``) of the ``"random"`` or ``"memoriser"``
     baseline; ``train_envs`` is accepted for symmetry, the memoriser needs only the tasks."""
     if kind not in ("random", "memoriser"):
         raise ValueError(f"unknown baseline {kind!r}; expected 'random' or 'memoriser'")
     memoriser = Memoriser(train_tasks) if kind == "memoriser" else None
-    specs = Specs(heldout_envs)
+    specs = Specs(heldout_envs, domain)
     rng = np.random.default_rng([seed, 2])
     records = []
     with no_cyclic_gc():
         for task, episode_seed in zip(heldout_tasks, _episode_seeds(heldout_tasks, seed)):
-            episode = Episode.start(specs[task["env_id"]], task, episode_seed, None)
+            episode = Episode.start(specs, task, episode_seed, None)
             history: tuple[str, ...] = ()
             while not episode.done:
                 count = len(episode.compact.candidates())

@@ -32,7 +32,6 @@ from torch import nn
 from torch.nn import functional as F
 
 from axisrl.backends.tiny.features import Batch, EpisodeBatch, SeedRows
-from axisrl.backends.tiny.view import HISTORY_K
 from axisrl.backends.tiny.vocab import (
     MAX_STEP_FEATURE,
     N_GOAL_ROLES,
@@ -42,6 +41,7 @@ from axisrl.backends.tiny.vocab import (
     PRIMITIVES,
     SYMBOL_KINDS,
 )
+from axisrl.domains.toolworld.compact import HISTORY_K
 
 MAX_PARAMS = 8
 """Parameter positions with their own embedding; later ones share the last."""

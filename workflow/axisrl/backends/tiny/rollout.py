@@ -22,11 +22,12 @@ from typing import Any
 import numpy as np
 import torch
 
+from axisrl import domains
 from axisrl.backends.tiny.encoding import Decision, EpisodeFeatures
 from axisrl.backends.tiny.features import Batch, collate, collate_episodes
 from axisrl.backends.tiny.policy import PolicyStack, ToolPointer, seed_scores, segment_entropy, segment_log_softmax
-from axisrl.backends.tiny.view import CompactEpisode
-from axisrl.domains.toolworld import ToolworldEnv
+from axisrl.domains import Domain
+from axisrl.domains.compact import CompactView
 from axisrl.domains.toolworld.canon import canonical_json
 from axisrl.domains.toolworld.model import FINISH, CallError, parse_arguments
 
@@ -59,9 +60,12 @@ def _parsed_spec(spec: str) -> dict[str, Any]:
 
 class Specs:
     """Parsed environment specs by env id, parsed once per process (specs are read, never
-    modified) so toolworld's runtime caches stay warm."""
+    modified) so toolworld's runtime caches stay warm; and the ``domain`` they belong to, whose
+    environment and compact view every episode on them uses."""
 
-    def __init__(self, envs: Sequence[Mapping[str, Any]]) -> None:
+    def __init__(self, envs: Sequence[Mapping[str, Any]], domain: str = domains.DEFAULT_DOMAIN) -> None:
+        self.domain = domains.load(domain)
+        self.domain.require("compact_view")
         self.by_id = {
             env["env_id"]: _parsed_spec(env["spec"]) if isinstance(env["spec"], str) else env["spec"] for env in envs
         }
@@ -72,12 +76,12 @@ class Specs:
 
 @dataclass
 class Node:
-    """The environment side of an episode at one decision point: the toolworld environment, its
+    """The environment side of an episode at one decision point: the domain's environment, its
     incremental compact view and that view's integer features. Rollouts that took the same actions
     so far share one node, so a group's common prefix is stepped, featurised and scored once."""
 
-    env: ToolworldEnv
-    compact: CompactEpisode
+    env: Any
+    compact: CompactView
     features: EpisodeFeatures | None
     row: int = -1
     """The row of this episode's start in the rollout's ``EpisodeBatch`` (forks keep it)."""
@@ -92,25 +96,27 @@ class Node:
     @classmethod
     def start(
         cls,
+        domain: Domain,
         spec: dict[str, Any],
         task: Mapping[str, Any],
         episode_seed: int,
         leak_primitive_role: bool | None,
-        env: ToolworldEnv | None = None,
+        env: Any = None,
     ) -> Node:
-        """``leak_primitive_role=None``: no policy features (a baseline acts on the view alone).
-        ``env``: an environment with ToolworldEnv's API to act in instead of the real one (a
-        simulated one); it is reset here."""
-        env = ToolworldEnv(spec, task) if env is None else env
+        """An episode of ``domain`` at its start. ``leak_primitive_role=None``: no policy features
+        (a baseline acts on the view alone). ``env``: an environment with the domain's API to act
+        in instead of the real one (a simulated one); it is reset here."""
+        env = domain.Env(spec, task) if env is None else env
         env.reset()
-        compact = CompactEpisode(spec, task, episode_seed)
+        compact = domain.compact_view(spec, task, episode_seed, env)
         features = None if leak_primitive_role is None else EpisodeFeatures(compact, leak_primitive_role)
         return cls(env, compact, features)
 
     def fork(self) -> Node:
-        compact = self.compact.fork()
+        env = self.env.fork()
+        compact = self.compact.fork(env)
         features = None if self.features is None else self.features.fork(compact)
-        return replace(self, env=self.env.fork(), compact=compact, features=features)
+        return replace(self, env=env, compact=compact, features=features)
 
     def act(self, k: int, costs: RolloutStats | None = None) -> None:
         """Execute candidate ``k``; with ``costs``, the env call and any verification are timed there."""
@@ -155,23 +161,25 @@ class Episode:
 
     @classmethod
     def start(
-        cls, spec: dict[str, Any], task: Mapping[str, Any], episode_seed: int, leak_primitive_role: bool | None
+        cls, specs: Specs, task: Mapping[str, Any], episode_seed: int, leak_primitive_role: bool | None
     ) -> Episode:
-        return cls(task, Node.start(spec, task, episode_seed, leak_primitive_role))
+        """One rollout of ``task`` on its environment in ``specs``."""
+        node = Node.start(specs.domain, specs[task["env_id"]], task, episode_seed, leak_primitive_role)
+        return cls(task, node)
 
     @classmethod
     def group(
         cls,
-        spec: dict[str, Any],
+        specs: Specs,
         task: Mapping[str, Any],
         episode_seed: int,
         leak_primitive_role: bool,
         size: int,
-        env: ToolworldEnv | None = None,
+        env: Any = None,
     ) -> list[Episode]:
         """``size`` rollouts of one task under one anonymisation, like the samples of one prompt
         (in ``env`` if given, see ``Node.start``)."""
-        node = Node.start(spec, task, episode_seed, leak_primitive_role, env)
+        node = Node.start(specs.domain, specs[task["env_id"]], task, episode_seed, leak_primitive_role, env)
         return [cls(task, node) for _ in range(size)]
 
     features = property(lambda self: self.node.features)
@@ -193,8 +201,7 @@ class Episode:
         steps = self.compact.steps
         if not steps or steps[0][0][0] == "A?":
             return None
-        tool = self.compact.ordered[int(steps[0][0][0][1:])]
-        return tool.prim if tool else FINISH
+        return self.compact.primitive(int(steps[0][0][0][1:]))
 
     def record(self) -> dict[str, Any]:
         node = self.node

@@ -35,7 +35,7 @@ class SyntheticTrajectories:
       no candidate plays. A task's rows are used in a seeded order, reshuffled after each pass; a
       task without rows gets only its real rollouts.
     * ``simulator`` (DreamGym-like: the policy's own rollouts in a learned experience model):
-      ``simulator(spec, task, seed)`` builds an environment with ToolworldEnv's API (``reset``,
+      ``simulator(spec, task, seed)`` builds an environment with the domain's API (``reset``,
       ``step``, ``fork``, ``verify``; it must end an episode within the spec's ``max_steps``) in
       which ``per_group`` extra rollouts of the task are sampled, rewarded by its ``verify()``."""
 
@@ -103,13 +103,13 @@ class Synthesizer:
             spec, episode_seed = self.specs[task["env_id"]], int(episode_seeds[g])
             if simulator is not None:
                 env = simulator(spec, task, int(self.rng.integers(0, 2**62)))
-                group = Episode.group(spec, task, episode_seed, self.leak, size, env)
+                group = Episode.group(self.specs, task, episode_seed, self.leak, size, env)
             else:
                 rows = replay.get(task["task_id"], ())
                 if not rows:
                     missing += 1
                     continue
-                group = Episode.group(spec, task, episode_seed, self.leak, size)
+                group = Episode.group(self.specs, task, episode_seed, self.leak, size)
                 picks = self.samplers.setdefault(task["task_id"], TaskSampler(len(rows), self.rng)).take(size)
                 for episode, pick in zip(group, picks, strict=True):
                     episode.label = float(rows[pick]["label"])

@@ -64,6 +64,7 @@ from axisrl.backends.tiny.rollout import Diverged, Episode, RolloutStats, Specs,
 from axisrl.backends.tiny.synthetic import Synthesizer, SyntheticEpisodes, SyntheticTrajectories, TaskSampler
 from axisrl.backends.tiny.updates import UPDATES, UpdateContext, UpdateStats, run_updates, trained_scores
 from axisrl.diagnostics import EpisodeCounts, step_diagnostics
+from axisrl.domains import DEFAULT_DOMAIN
 
 log = logging.getLogger(__name__)
 
@@ -375,9 +376,7 @@ def _visit(
     episodes = [
         episode
         for g, task in enumerate(tasks)
-        for episode in Episode.group(
-            specs[task["env_id"]], task, int(episode_seeds[g]), s.leak_primitive_role, s.group_size
-        )
+        for episode in Episode.group(specs, task, int(episode_seeds[g]), s.leak_primitive_role, s.group_size)
     ]
     synthetic = (
         synthesizer.episodes(tasks, episode_seeds) if synthesizer is not None else SyntheticEpisodes([], [], None, 0)
@@ -442,11 +441,20 @@ def train(
     progress: Callable[[dict[str, Any]], None] | None = None,
     synthetic: SyntheticTrajectories | None = None,
     init: Mapping[str, torch.Tensor] | None = None,
+    domain: str = DEFAULT_DOMAIN,
 ) -> TrainResult:
-    """Train a policy on ``tasks`` (rows of env ``envs``), from random weights or from ``init``,
-    with ``synthetic`` trajectories in its groups if given; see the module docstring."""
+    """Train a policy on ``tasks`` (rows of env ``envs``, environments of ``domain``), from random
+    weights or from ``init``, with ``synthetic`` trajectories in its groups if given; see the
+    module docstring."""
     return train_seeds(
-        envs, tasks, settings, [seed], None if progress is None else lambda _, row: progress(row), synthetic, init
+        envs,
+        tasks,
+        settings,
+        [seed],
+        None if progress is None else lambda _, row: progress(row),
+        synthetic,
+        init,
+        domain=domain,
     )[0]
 
 
@@ -459,6 +467,7 @@ def train_seeds(
     synthetic: SyntheticTrajectories | None = None,
     init: Mapping[str, torch.Tensor] | None = None,
     snapshots: Collection[int] = (),
+    domain: str = DEFAULT_DOMAIN,
 ) -> list[TrainResult]:
     """``train`` for every seed of ``seeds`` at once, in lockstep: each update, every seed still
     running plays its visit's real rollouts together with the others' (one forward per step for
@@ -470,7 +479,7 @@ def train_seeds(
     if len(set(seeds)) != len(seeds):
         raise ValueError(f"seeds must be distinct, got {list(seeds)}")
     with no_cyclic_gc():
-        runs = [SeedRun(envs, tasks, settings, seed, synthetic, init) for seed in seeds]
+        runs = [SeedRun(envs, tasks, settings, seed, synthetic, init, domain) for seed in seeds]
         for run in runs:
             run.snapshot(0, snapshots)
         stack: PolicyStack | None = None
@@ -525,6 +534,7 @@ class SeedRun:
         seed: int,
         synthetic: SyntheticTrajectories | None,
         init: Mapping[str, torch.Tensor] | None = None,
+        domain: str = DEFAULT_DOMAIN,
     ) -> None:
         if not tasks:
             raise ValueError("no training tasks")
@@ -538,7 +548,7 @@ class SeedRun:
         self.task_rng, self.seed_rng, self.action_rng, self.batch_rng = (
             np.random.default_rng(child) for child in np.random.SeedSequence(seed).spawn(4)
         )
-        self.specs = Specs(envs)
+        self.specs = Specs(envs, domain)
         self.policy = make_policy(s)
         if init is not None:
             load_base(self.policy, init)

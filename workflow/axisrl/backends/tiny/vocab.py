@@ -10,65 +10,9 @@ from __future__ import annotations
 
 import re
 
-from axisrl.backends.tiny.view import HISTORY_K
+from axisrl.domains.compact import HISTORY_K, STRUCTURAL
 
-PAD = "<pad>"
-STRUCTURAL = (
-    PAD,
-    "<unk>",
-    # goal clause heads, comparison ops and literal values
-    "exists",
-    "absent",
-    "eq",
-    "ref",
-    "ask",
-    "ask_find",
-    "ask_count",
-    "ask_aggregate",
-    "lt",
-    "gt",
-    "null",
-    "true",
-    "false",
-    "-",
-    # tool descriptors: access, return kind, declared semantics, parameter kinds, required or not
-    "R",
-    "W",
-    "ret:id",
-    "ret:row",
-    "ret:list",
-    "ret:ids",
-    "ret:ack",
-    "ret:agg",
-    "ret:-",
-    "sem:-",
-    "sem:add",
-    "sem:set",
-    "sem:soft",
-    "sem:cascade",
-    "sem:hard",
-    "sem:guard",
-    "sem:free",
-    "sem:end",
-    "id",
-    "key",
-    "int",
-    "enum",
-    "sel",
-    "op",
-    "val",
-    "answer",
-    "req",
-    "opt",
-    # history observation keys and value types
-    "count",
-    "sum",
-    "deleted",
-    "err",
-    "done",
-    "field",
-    "ent",
-)
+PAD = STRUCTURAL[0]
 STRUCT_ID = {token: k for k, token in enumerate(STRUCTURAL)}
 N_STRUCT = len(STRUCTURAL)
 UNK = STRUCT_ID["<unk>"]

@@ -7,6 +7,7 @@ tasks are filtered answer-first; signatures identify environments up to names. S
 explicit, measurable defects.
 """
 
+from axisrl.domains.toolworld.compact import compact_view
 from axisrl.domains.toolworld.defects import description_mismatches
 from axisrl.domains.toolworld.env import StepResult, ToolworldEnv, VerifyResult
 from axisrl.domains.toolworld.pool import PRETRAIN_TIER, Pool, generate_pool, generate_pretrain_pool
@@ -31,6 +32,7 @@ __all__ = [
     "SyntheticPool",
     "ToolworldEnv",
     "VerifyResult",
+    "compact_view",
     "description_mismatches",
     "env_id",
     "generate_pool",

@@ -1,4 +1,4 @@
-"""The tiny policy's compact view of a toolworld episode: a name-free token view.
+"""toolworld's compact view (``axisrl.domains.compact.CompactView``): a name-free token view.
 
 Every world-specific symbol (table, field, tool, entity id, string value) becomes an
 episode-local slot token (``slots``), so a re-skinned world renders identically. Tool descriptors
@@ -13,26 +13,14 @@ import bisect
 import copy
 import itertools
 from collections.abc import Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
-from axisrl.backends.tiny.layout import FINISH_DESCRIPTOR, RETURN_KIND, Pointers, layout_of
-from axisrl.backends.tiny.slots import Slots, slots_of
+from axisrl.domains.compact import HISTORY_K, DecisionPoint
+from axisrl.domains.toolworld.layout import FINISH_DESCRIPTOR, RETURN_KIND, Pointers, layout_of
 from axisrl.domains.toolworld.model import FINISH, CallError, Goal, Tool
 from axisrl.domains.toolworld.runtime import Runtime, compile_spec
+from axisrl.domains.toolworld.slots import Slots, slots_of
 from axisrl.domains.toolworld.world import Spec
-
-HISTORY_K = 4
-"""Past steps a view shows by default."""
-
-
-class DecisionPoint(NamedTuple):
-    """What a view offers at one decision: ``values`` (``[token, type]``), ``typed`` (the internal
-    (type, payload) of each value, to build calls) and ``candidates`` (``[tool index, pointer per
-    parameter]``)."""
-
-    values: list[list[str]]
-    typed: list[tuple[str, Any]]
-    candidates: list[list[int]]
 
 
 class _View:
@@ -291,9 +279,19 @@ class CompactEpisode:
         self._derived: tuple[int, ...] = ()
         self._current: DecisionPoint | None = None
 
-    def fork(self) -> CompactEpisode:
+    @property
+    def base_values(self) -> int:
+        """Values that persist past this decision (derived deltas exist only in one)."""
+        return len(self.state.values)
+
+    def primitive(self, position: int) -> str:
+        tool = self.ordered[position]
+        return tool.prim if tool else FINISH
+
+    def fork(self, env: Any = None) -> CompactEpisode:
         """An independent copy at this decision point: an episode branching into several
-        continuations (the rollouts of one GRPO group) pays for its shared prefix once."""
+        continuations (the rollouts of one GRPO group) pays for its shared prefix once. The view
+        reads no environment (``env``, the protocol's, is ignored)."""
         other = copy.copy(self)
         other.state, other.pointers = self.state.fork(), self.pointers.fork()
         other.steps, other.blocks = list(self.steps), list(self.blocks)
@@ -430,3 +428,9 @@ def render_compact(
     for call, observation in history:
         episode.push(call, observation)
     return episode.view(last_k)
+
+
+def compact_view(spec: Spec, task: Mapping[str, Any], episode_seed: int, env: Any) -> CompactEpisode:
+    """The domain's ``compact_view`` (``axisrl.domains.compact.ViewFactory``); the runtime, not the
+    environment, enumerates toolworld's candidates."""
+    return CompactEpisode(spec, task, episode_seed)

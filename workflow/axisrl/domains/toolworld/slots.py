@@ -15,8 +15,8 @@ from array import array
 from collections.abc import Sequence
 from typing import Any
 
-from axisrl.backends.tiny.layout import layout_of
 from axisrl.domains.toolworld.canon import derive_seed
+from axisrl.domains.toolworld.layout import layout_of
 from axisrl.domains.toolworld.runtime import Runtime
 
 SLOT_SPACE = {"T": 8, "F": 32, "E": 64, "V": 128}
