@@ -289,6 +289,28 @@ def test_killed_study_resumes_without_retraining_finished_runs(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("domain", ["webworld", "repoworld"])
+def test_the_smoke_study_runs_in_every_domain_the_tiny_learner_acts_in(tmp_path, domain):
+    """The same stages, base and runs in another procedural domain: the learner acts through the
+    domain's compact view, its base is cloned on that domain's pretraining pool, and every planned
+    run reaches collect. Every task counts (``raw``): the smoke pool is too small for a signature
+    rule to leave the centre's d_task in one environment, and repoworld's issue reports are alike
+    enough for the embedding rule to keep few."""
+    workdir = copy_workflow(tmp_path)
+    snakemake(workdir, "--cores", "2", *SMOKE, "--config", f"domain={domain}", "dedup={task_rule: raw}")
+    (collect_dir,) = (workdir / "results" / "collect").iterdir()
+    (plan_dir,) = (workdir / "results" / "plan").iterdir()
+    runs = pl.read_parquet(collect_dir / "runs.parquet")
+    assert runs.height == pl.read_parquet(plan_dir / "runs.parquet").height > 0
+    assert (runs["status"] == "ok").all() and (runs["domain"] == domain).all()
+    assert runs["p_T2"].is_between(0, 1).all() and (runs["env_steps"] > 0).all()
+    from_base = runs.filter(pl.col("base_param_hash").is_not_null())
+    assert from_base.height > 0 and from_base["p_V_base"].is_between(0, 1).all()
+    assert (runs["horizon"] > 0).all() and (runs["verifier_seconds_per_trajectory"] > 0).all()
+    assert (workdir / "results" / "tables" / "table2.md").read_text().startswith("# Table")
+
+
+@pytest.mark.slow
 def test_laws_tables_and_figures_of_the_smoke_study(smoke_run):
     """Every laws frame, table and figure is written; analyses the smoke study cannot do say so."""
     from axisrl.targets import LAW_FRAMES, LAW_TABLES

@@ -128,13 +128,37 @@ is the model size, it counts env steps and FLOPs exactly enough to cap them, and
 the pretrain stage's (a GPU study's base is its LLM)."""
 
 
+SOURCE_DOMAINS = ("toolworld",)
+"""Domains the sources stage synthesises the mixtures family's data for (its generators are toolworld's)."""
+
+
+def _tiny_domain_checks(cfg: Mapping[str, Any]) -> list[str]:
+    """What the tiny backend needs of the study's domain: a compact view to act through, a
+    pretraining pool where runs start from a base, synthetic sources where mixtures run."""
+    from axisrl import domains
+
+    name = cfg["domain"]
+    domain = domains.load(name)
+    if domain.compact_view is None:
+        return [f"train.backend: tiny needs a compact view of the domain; {name} has none (use verl)"]
+    problems = []
+    families = cfg["study"]["families"]
+    starts_from_base = cfg["train"]["init"] == "base" or families["base_strength"]["enabled"]
+    if starts_from_base and domain.generate_pretrain_pool is None:
+        problems.append(f"train.init: the {name} domain has no pretraining pool for a tiny base (use init: random)")
+    if families["mixtures"]["enabled"] and name not in SOURCE_DOMAINS:
+        problems.append(
+            f"study.families.mixtures: synthetic sources exist for {', '.join(SOURCE_DOMAINS)} only, "
+            f"not domain {name}; disable it"
+        )
+    return problems
+
+
 def _backend_checks(cfg: Mapping[str, Any]) -> list[str]:
     train, evaluate = cfg["train"]["backend"], cfg["evaluate"]["backend"]
     if train == "tiny":
         problems = [] if evaluate == "tiny" else [f"evaluate.backend: {evaluate} needs train.backend verl"]
-        if cfg["domain"] != "toolworld":
-            problems.append(f"train.backend: tiny trains on toolworld only, not domain {cfg['domain']} (use verl)")
-        return problems
+        return problems + _tiny_domain_checks(cfg)
     engines = GPU_BACKENDS[train]
     problems = (
         []
@@ -164,6 +188,25 @@ def validate_config(config: Mapping[str, Any], schema: Mapping[str, Any]) -> dic
     if problems:
         raise ConfigError("invalid config:\n  " + "\n  ".join(problems))
     return filled
+
+
+def domain_configs(config: Mapping[str, Any], schema: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """A study across domains (``domains:``): each domain's own study config, in the order named:
+    ``config`` with ``domain`` set to the name, no ``domains``, and the name's overlay merged in.
+    Each is validated here, so a bad overlay is named before any job; a config without ``domains``
+    has none."""
+    outer = validate_config(config, schema)
+    studies = {}
+    for name, overlay in outer["domains"].items():
+        study = {k: copy.deepcopy(v) for k, v in config.items() if k != "domains"}
+        study["domain"] = name
+        _deep_update(study, overlay)
+        try:
+            validate_config(study, schema)
+        except ConfigError as error:
+            raise ConfigError(f"domains.{name}: the study of this domain is {error}") from None
+        studies[name] = study
+    return studies
 
 
 def load_config(*paths: str | Path, schema_path: str | Path) -> dict[str, Any]:

@@ -131,6 +131,8 @@ class CallView:
         other.env, other.name = env, self.name.fork()
         other.steps, other.values, other.typed = list(self.steps), list(self.values), list(self.typed)
         other.index, other.blocks = dict(self.index), list(self.blocks)
+        if self._current is not None:  # the same decision, over the fork's own value lists
+            other._current = self._current._replace(values=other.values, typed=other.typed)
         return other
 
     def _value(self, kind: str, argument: Any) -> int:

@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, NamedTuple, Protocol
 
 from axisrl.domains.toolworld.canon import canonical_json, derive_seed
-from axisrl.domains.toolworld.pool import Pool
+from axisrl.domains.toolworld.pool import PRETRAIN_TIER, Pool
 
 T1_ATTEMPTS = 64
 T2_WORLD_ATTEMPTS = 64
@@ -188,6 +188,33 @@ def assemble_pool(cfg: Mapping[str, Any], synth: LevelSynthesizer) -> Pool:
 
     _heldout(cfg, synth, variants, train_sigs, pool)
     return pool
+
+
+def pretrain_pool(
+    cfg: Mapping[str, Any], pretrain: Mapping[str, Any], taken: Mapping[str, set[str]], synth: LevelSynthesizer
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """A domain's pretraining pool (tier P, what its tiny base is behaviour-cloned on), drawn as
+    toolworld's is: ``pretrain.worlds`` unseen worlds of ``pretrain.variants_per_world`` variants,
+    ``pretrain.tasks_per_env`` tasks each, from a seed stream of their own; none shares a signature
+    (or a skin) with ``taken``, the pools the study trains or tests on, nor with another P world."""
+    taken = {axis: set(taken[axis]) for axis in (*SIGNATURE_AXES, "skin")}
+    root, stream = pretrain["seed"], f"{synth.domain}-pretrain"
+    envs: list[dict[str, Any]] = []
+    tasks: list[dict[str, Any]] = []
+    for i in range(pretrain["worlds"]):
+        accepted = _unseen_world(synth, root, stream, PRETRAIN_TIER, i, pretrain["variants_per_world"], taken)
+        if accepted is None:
+            raise ValueError(
+                f"pretrain: no {synth.world_word} {i} whose variants avoid every signature of the study's pools in "
+                f"{T2_WORLD_ATTEMPTS} attempts; lower pretrain.worlds or pretrain.variants_per_world"
+            )
+        for spec, origin, edits in accepted:
+            sig = synth.signatures(spec)
+            for axis in taken:
+                taken[axis].add(sig[axis])
+            origin = replace(origin, split="train")
+            emit(synth, spec, origin, edits, pretrain["tasks_per_env"], task_seed(synth, root, origin), envs, tasks)
+    return envs, tasks
 
 
 def _heldout(

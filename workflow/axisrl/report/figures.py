@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -129,62 +131,84 @@ def figure2(points: pl.DataFrame, fits: pl.DataFrame, png: Path, pdf: Path, tren
     of the base the sweep's runs start from (dotted: what RL moved them from).
     ``trends`` (the laws stage's frame), where given, titles each panel with its fitted trend of
     held-out success, the check that success rises at all, which the law's interval may not show."""
-    require_columns(points, POINT_COLUMNS, "points")
-    require_columns(fits, FIT_COLUMNS, "fits")
-    trend_of: dict[str, dict] = {}
-    if trends is not None:
-        require_columns(trends, TREND_COLUMNS, "trends")
-        trend_of = {row["axis"]: row for row in trends.iter_rows(named=True)}
-    present = points["axis"].unique().to_list()
-    axes_names = [a for a in AXIS_ORDER if a in present] + sorted(set(present) - set(AXIS_ORDER))
+    figure2_rows({"": (points, fits, trends)}, png, pdf)
+
+
+def figure2_rows(
+    rows: Mapping[str, tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame | None]], png: Path, pdf: Path
+) -> None:
+    """``figure2`` with a row of panels per entry of ``rows`` (label -> its points, fits and trends;
+    a study across domains has a row per domain, labelled on its y axis), the axes in the same columns."""
+    if not rows:
+        raise ValueError("no rows to draw")
+    present: set[str] = set()
+    for points, fits, trends in rows.values():
+        require_columns(points, POINT_COLUMNS, "points")
+        require_columns(fits, FIT_COLUMNS, "fits")
+        if trends is not None:
+            require_columns(trends, TREND_COLUMNS, "trends")
+        present.update(points["axis"].unique().to_list())
+    axes_names = [a for a in AXIS_ORDER if a in present] + sorted(present - set(AXIS_ORDER))
     if not axes_names:
         raise ValueError("points is empty")
+    with style.figure_style():
+        fig, panels = plt.subplots(
+            len(rows),
+            len(axes_names),
+            figsize=(4.2 * len(axes_names), 3.8 * len(rows)),
+            sharey="row",
+            squeeze=False,
+        )
+        for row_panels, (label, (points, fits, trends)) in zip(panels, rows.items()):
+            trend_of = {} if trends is None else {row["axis"]: row for row in trends.iter_rows(named=True)}
+            for ax, axis in zip(row_panels, axes_names):
+                _law_panel(ax, axis, points, fits, trend_of.get(axis))
+            row_panels[0].set_ylabel(f"{label}\n{style.LOSS_LABEL}" if label else style.LOSS_LABEL)
+    style.save(fig, png, pdf)
+
+
+def _law_panel(ax: Any, axis: str, points: pl.DataFrame, fits: pl.DataFrame, trend: Mapping[str, Any] | None) -> None:
+    """One axis of Figure 2: every series' points, its fitted line or floor curve and its base."""
     series_names = sorted(points["series"].unique().to_list(), key=_natural)
     color = {s: style.COLORS[i % len(style.COLORS)] for i, s in enumerate(series_names)}
-
-    with style.figure_style():
-        fig, panels = plt.subplots(1, len(axes_names), figsize=(4.2 * len(axes_names), 3.8), sharey=True, squeeze=False)
-        for ax, axis in zip(panels[0], axes_names):
-            for series in series_names:
-                pts = points.filter((pl.col("axis") == axis) & (pl.col("series") == series)).sort("x")
-                if pts.is_empty():
-                    continue
-                rows = fits.filter((pl.col("axis") == axis) & (pl.col("series") == series))
-                if rows.height > 1:
-                    raise ValueError(f"fits has {rows.height} rows for ({axis}, {series}); one per sweep expected")
-                label = series
-                fit = rows.row(0, named=True) if rows.height else None
-                if fit is not None and fit["status"] == "ok":
-                    x = np.geomspace(fit["x_min"], fit["x_max"], 100)
-                    ax.plot(x, fit["A"] * x ** -fit["alpha"], color=color[series])
-                    label += f": {_fit_label(fit)}"
-                    if _shows_floor(fit):
-                        floor = fit["floor_E"] + fit["floor_A"] * x ** -fit["floor_alpha"]
-                        ax.plot(x, floor, color=color[series], linestyle="--", label=_floor_label(fit))
-                elif fit is not None and fit["status"] == "too_few_points":
-                    label += ": too few points"
-                ax.errorbar(
-                    pts["x"].to_numpy(),
-                    pts["loss"].to_numpy(),
-                    yerr=pts["loss_se"].to_numpy(),
-                    fmt="o",
-                    color=color[series],
-                    label=label,
-                )
-                base = pts["p_base"].drop_nulls() if "p_base" in pts.columns else pl.Series([], dtype=pl.Float64)
-                if base.len() and base[0] > 0:
-                    ax.axhline(-np.log(base[0]), color=color[series], linestyle=":", label=f"{series}: its base")
-            ax.set_xscale("log")
-            ax.set_yscale("log")
-            for scale in (ax.xaxis, ax.yaxis):
-                scale.set_major_formatter(_PlainLog())
-                scale.set_minor_formatter(_PlainLog(labelOnlyBase=False))
-            ax.set_xlabel(style.AXIS_LABELS.get(axis, axis))
-            ax.legend(loc="best")
-            if axis in trend_of:
-                ax.set_title(_trend_label(trend_of[axis]), fontsize="small")
-        panels[0][0].set_ylabel(style.LOSS_LABEL)
-    style.save(fig, png, pdf)
+    for series in series_names:
+        pts = points.filter((pl.col("axis") == axis) & (pl.col("series") == series)).sort("x")
+        if pts.is_empty():
+            continue
+        rows = fits.filter((pl.col("axis") == axis) & (pl.col("series") == series))
+        if rows.height > 1:
+            raise ValueError(f"fits has {rows.height} rows for ({axis}, {series}); one per sweep expected")
+        label = series
+        fit = rows.row(0, named=True) if rows.height else None
+        if fit is not None and fit["status"] == "ok":
+            x = np.geomspace(fit["x_min"], fit["x_max"], 100)
+            ax.plot(x, fit["A"] * x ** -fit["alpha"], color=color[series])
+            label += f": {_fit_label(fit)}"
+            if _shows_floor(fit):
+                floor = fit["floor_E"] + fit["floor_A"] * x ** -fit["floor_alpha"]
+                ax.plot(x, floor, color=color[series], linestyle="--", label=_floor_label(fit))
+        elif fit is not None and fit["status"] == "too_few_points":
+            label += ": too few points"
+        ax.errorbar(
+            pts["x"].to_numpy(),
+            pts["loss"].to_numpy(),
+            yerr=pts["loss_se"].to_numpy(),
+            fmt="o",
+            color=color[series],
+            label=label,
+        )
+        base = pts["p_base"].drop_nulls() if "p_base" in pts.columns else pl.Series([], dtype=pl.Float64)
+        if base.len() and base[0] > 0:
+            ax.axhline(-np.log(base[0]), color=color[series], linestyle=":", label=f"{series}: its base")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    for scale in (ax.xaxis, ax.yaxis):
+        scale.set_major_formatter(_PlainLog())
+        scale.set_minor_formatter(_PlainLog(labelOnlyBase=False))
+    ax.set_xlabel(style.AXIS_LABELS.get(axis, axis))
+    ax.legend(loc="best")
+    if trend is not None:
+        ax.set_title(_trend_label(trend), fontsize="small")
 
 
 def figure3(grid: pl.DataFrame, png: Path, pdf: Path, *, value: str = "p", cost: str = "cost") -> None:

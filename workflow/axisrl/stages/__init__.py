@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from axisrl.stages.domains import DOMAINS_RULE
 from axisrl.stages.registry import (
     STAGES,
     PointJobs,
@@ -41,6 +42,8 @@ def job_function(rule: str, settings: Mapping[str, Any]) -> Callable[..., None]:
         target = "axisrl.stages.report:table"
     elif rule in FIGURES:
         target = "axisrl.stages.report:figure"
+    elif rule == DOMAINS_RULE:
+        target = "axisrl.stages.domains:side_by_side"
     else:
         raise KeyError(f"no stage or report target is named {rule!r}")
     return resolve(target)

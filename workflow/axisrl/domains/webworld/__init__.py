@@ -29,7 +29,8 @@ view, does not run it (the LLM backends do); no pretraining pool or learned simu
 
 from axisrl.domains.webworld.engine import Site, compile_site
 from axisrl.domains.webworld.env import WebworldEnv
-from axisrl.domains.webworld.pool import STEP_LIMIT_FACTOR, env_id, generate_pool
+from axisrl.domains.webworld.lexicon import compact_view
+from axisrl.domains.webworld.pool import STEP_LIMIT_FACTOR, env_id, generate_pool, generate_pretrain_pool
 from axisrl.domains.webworld.render import render_chat, tool_schemas
 from axisrl.domains.webworld.signatures import schema_tokens, signatures, tool_tokens, transition_tokens
 from axisrl.domains.webworld.site import FAMILIES, reskin, with_semantics
@@ -44,9 +45,11 @@ __all__ = [
     "STEP_LIMIT_FACTOR",
     "Site",
     "WebworldEnv",
+    "compact_view",
     "compile_site",
     "env_id",
     "generate_pool",
+    "generate_pretrain_pool",
     "generate_tasks",
     "render_chat",
     "reskin",

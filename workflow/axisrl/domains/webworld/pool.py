@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from axisrl.domains.levels import EnvShape, Origin, assemble_pool
+from axisrl.domains.levels import EnvShape, Origin, assemble_pool, pretrain_pool
 from axisrl.domains.toolworld.canon import canonical_json, derive_seed, short_hash
 from axisrl.domains.toolworld.pool import Pool
 from axisrl.domains.webworld.engine import compile_site
@@ -79,3 +79,10 @@ class _Synthesizer:
 def generate_pool(cfg: Mapping[str, Any]) -> Pool:
     """The training, placebo and held-out pools for a validated ``synthesize`` config section."""
     return assemble_pool(cfg, _Synthesizer(cfg))
+
+
+def generate_pretrain_pool(
+    cfg: Mapping[str, Any], pretrain: Mapping[str, Any], taken: Mapping[str, set[str]]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The pretraining pool a tiny base is cloned on (``levels.pretrain_pool``): environment rows, task rows."""
+    return pretrain_pool(cfg, pretrain, taken, _Synthesizer(cfg))

@@ -1,0 +1,105 @@
+"""A study across domains, side by side: each domain's own laws, pools and runs, one row per domain.
+
+Every frame here is a domain's own study's, unchanged (``domains:`` runs one study per domain); these
+functions only line them up. The main axis sweeps are a domain's first series of ``axis_fits`` (its
+study width's), as its own Table 2 and Figure 2 show them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import polars as pl
+
+AXES = ("d_env", "d_task", "d_traj")
+DRIVERS = (
+    "horizon",
+    "rollout_steps_per_trajectory",
+    "env_seconds_per_call",
+    "verifier_seconds_per_trajectory",
+    "failed_rollout_fraction",
+    "heldout_seconds_per_episode",
+)
+"""Table 18's measured cost drivers (``stages.train.cost_drivers``) and the held-out evaluation's."""
+
+
+def exponents_by_domain(
+    fits: Mapping[str, pl.DataFrame], trends: Mapping[str, pl.DataFrame], ordering: Mapping[str, pl.DataFrame]
+) -> pl.DataFrame:
+    """Table 2 across domains, one row per domain: each axis's exponent (``alpha_<axis>`` with its
+    interval and fit status) on the main sweeps, its trend of held-out success per doubling
+    (``trend_<axis>``, interval, p-value) and each ordering difference (``diff_<a>_<b>``: alpha_a -
+    alpha_b, interval, p-value)."""
+    rows = []
+    for domain, fit in fits.items():
+        row: dict[str, object] = {"domain": domain}
+        main = fit.filter(pl.col("series") == fit["series"][0]) if fit.height else fit
+        for axis in AXES:
+            hit = main.filter(pl.col("axis") == axis)
+            got = hit.row(0, named=True) if hit.height else {}
+            row[f"status_{axis}"] = got.get("status", "not_run")
+            for column in ("alpha", "alpha_lo", "alpha_hi"):
+                row[column.replace("alpha", f"alpha_{axis}")] = got.get(column)
+            trend = trends[domain].filter(pl.col("axis") == axis)
+            got = trend.row(0, named=True) if trend.height else {}
+            for column in ("slope", "slope_lo", "slope_hi", "p_value"):
+                row[f"trend_{axis}{column.removeprefix('slope')}"] = got.get(column)
+        for pair in ordering[domain].iter_rows(named=True):
+            name = f"diff_{pair['axis_a']}_{pair['axis_b']}"
+            row.update(
+                {
+                    name: pair["alpha_diff"],
+                    f"{name}_lo": pair["alpha_diff_lo"],
+                    f"{name}_hi": pair["alpha_diff_hi"],
+                    f"{name}_p_value": pair["p_value"],
+                }
+            )
+        rows.append(row)
+    return pl.DataFrame(rows, infer_schema_length=None)
+
+
+def pools_by_domain(pool_stats: Mapping[str, pl.DataFrame]) -> pl.DataFrame:
+    """Table 6 across domains: each domain's dedup statistics per split (raw generator outputs to
+    signature-distinct environments), from its own pools."""
+    return pl.concat(
+        [frame.select(pl.lit(domain).alias("domain"), pl.all()) for domain, frame in pool_stats.items()],
+        how="diagonal_relaxed",
+    )
+
+
+def drivers_by_domain(runs: Mapping[str, pl.DataFrame]) -> pl.DataFrame:
+    """Table 18 across domains: the mean of each measured cost driver over a domain's runs that
+    finished, with how many runs that is and their mean held-out (T2) success."""
+    rows = []
+    for domain, frame in runs.items():
+        ok = frame.filter(pl.col("status") == "ok")
+        means = ok.select(*(pl.col(c).mean() for c in DRIVERS if c in ok.columns), pl.col("p_T2").mean())
+        rows.append({"domain": domain, "n_runs": ok.height, **(means.row(0, named=True) if ok.height else {})})
+    return pl.DataFrame(rows, infer_schema_length=None)
+
+
+def _interval(value: object, lo: object, hi: object) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.3f} [{lo:.3f}, {hi:.3f}]" if lo is not None and hi is not None else f"{value:.3f}"
+
+
+def exponents_markdown(frame: pl.DataFrame) -> pl.DataFrame:
+    """The Markdown view of ``exponents_by_domain``: value [lo, hi] per exponent, the trend, and
+    each ordering difference with its p-value."""
+    out = []
+    for row in frame.iter_rows(named=True):
+        shown = {"domain": row["domain"]}
+        for axis in AXES:
+            ok = row[f"status_{axis}"] == "ok"
+            alpha = row[f"alpha_{axis}"], row[f"alpha_{axis}_lo"], row[f"alpha_{axis}_hi"]
+            shown[f"alpha ({axis})"] = _interval(*alpha) if ok else row[f"status_{axis}"]
+            trend = row.get(f"trend_{axis}"), row.get(f"trend_{axis}_lo"), row.get(f"trend_{axis}_hi")
+            shown[f"trend per doubling ({axis})"] = _interval(*trend)
+        for a, b in ((AXES[0], AXES[1]), (AXES[0], AXES[2]), (AXES[1], AXES[2])):
+            name = f"diff_{a}_{b}"
+            diff = _interval(row.get(name), row.get(f"{name}_lo"), row.get(f"{name}_hi"))
+            p = row.get(f"{name}_p_value")
+            shown[f"alpha {a} - {b} (p)"] = diff if p is None else f"{diff}, p {p:.3g}"
+        out.append(shown)
+    return pl.DataFrame(out)
