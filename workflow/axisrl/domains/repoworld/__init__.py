@@ -17,12 +17,14 @@ Where it stops: the code is generated from a closed set of templates, bugs are o
 and edits are chosen from each line's offered rewrites (a finite action space, not free-form
 patches); the test runner executes in process under a line budget and a wall-clock deadline,
 which bounds time but is no sandbox (no program outside the generator's and its rewrites runs).
-There is no pretraining pool, no synthetic source and no tiny-backend encoding for this domain.
+The tiny backend acts through its compact view (``lexicon``) and is cloned on its pretraining pool
+(tier P); there is no synthetic source for this domain.
 """
 
 from axisrl.domains.repoworld.env import RepoworldEnv
+from axisrl.domains.repoworld.lexicon import compact_view
 from axisrl.domains.repoworld.mutations import OPERATORS, Rewrite, rewrites
-from axisrl.domains.repoworld.pool import generate_pool
+from axisrl.domains.repoworld.pool import generate_pool, generate_pretrain_pool
 from axisrl.domains.repoworld.render import render_chat, tool_schemas
 from axisrl.domains.repoworld.runner import Limits, SuiteResult, run_suite
 from axisrl.domains.repoworld.signatures import schema_tokens, signatures, tool_tokens, transition_tokens
@@ -40,8 +42,10 @@ __all__ = [
     "RepoworldEnv",
     "Rewrite",
     "SuiteResult",
+    "compact_view",
     "env_id",
     "generate_pool",
+    "generate_pretrain_pool",
     "generate_tasks",
     "render_chat",
     "reskin",

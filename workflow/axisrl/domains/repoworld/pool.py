@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from axisrl.domains.levels import EnvShape, Origin, assemble_pool
+from axisrl.domains.levels import EnvShape, Origin, assemble_pool, pretrain_pool
 from axisrl.domains.repoworld.env import tool_names
 from axisrl.domains.repoworld.signatures import signatures
 from axisrl.domains.repoworld.tasks import generate_tasks
@@ -89,3 +89,10 @@ class _Synthesizer:
 def generate_pool(cfg: Mapping[str, Any]) -> Pool:
     """The training, placebo and held-out pools for a ``synthesize`` config section."""
     return assemble_pool(cfg, _Synthesizer(cfg))
+
+
+def generate_pretrain_pool(
+    cfg: Mapping[str, Any], pretrain: Mapping[str, Any], taken: Mapping[str, set[str]]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The pretraining pool a tiny base is cloned on (``levels.pretrain_pool``): environment rows, task rows."""
+    return pretrain_pool(cfg, pretrain, taken, _Synthesizer(cfg))

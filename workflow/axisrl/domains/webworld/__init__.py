@@ -23,8 +23,8 @@ toolworld's shape, so dedup, the LLM evaluation loop and verl serve this domain 
 Where it stops: pages are JSON, not HTML (no layout, scrolling or free-form URLs: only links a page
 shows can be followed); search is exact word matching, with no ranking model, typos or synonyms;
 there is one user, no login, payment or stock, and an order is final; instructions are templated
-English around the site's pseudo-words; the tiny backend, which needs toolworld's anonymised token
-view, does not run it (the LLM backends do); no pretraining pool or learned simulator is provided.
+English around the site's pseudo-words. The tiny backend acts through its compact view (``lexicon``)
+and is cloned on its pretraining pool (tier P); no learned simulator or synthetic source is provided.
 """
 
 from axisrl.domains.webworld.engine import Site, compile_site

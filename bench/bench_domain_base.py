@@ -1,0 +1,94 @@
+"""RL from a domain's base against the base itself, on the validation tier V, at the default centre.
+
+Run: python bench/bench_domain_base.py webworld [--seeds 16] [--task-rule raw] [--workdir DIR]
+(2 cores, nothing else running; record in bench/README.md)
+
+The domain's study on the default config (``domain: <name>``, tasks counted by ``--task-rule``) is
+planned with its axis sweeps only; the workflow then builds the centre point's train jobs alone
+(its pool, dedup, base and runs: the first half of the seeds in one job, the rest in the axis
+sweeps' second job). Each run records its own success on V (``p_V``, the tier the base is chosen
+on; T2 is never read here) and its base's (``p_V_base``); the script prints both, their paired
+difference with a t interval, and how many runs beat the base.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import yaml
+from scipy import stats
+
+from axisrl.config import load_config, load_yaml
+from axisrl.plan import Design
+from axisrl.stages import study
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def overlay(domain: str, seeds: int, task_rule: str) -> dict:
+    """The default config in ``domain``, its axis sweeps only, ``seeds`` seeds at the centre."""
+    half = seeds // 2
+    schema = load_yaml(ROOT / "config" / "schema.yaml")
+    families = schema["properties"]["study"]["properties"]["families"]["properties"]
+    sweeps = {"enabled": True, "extra_seeds": list(range(half, seeds))}
+    return {
+        "domain": domain,
+        "dedup": {"task_rule": task_rule},
+        "study": {
+            "seeds": list(range(half)),
+            "families": {name: sweeps if name == "axis_sweeps" else {"enabled": False} for name in families},
+        },
+        "recipe": {"enabled": False},
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("domain")
+    parser.add_argument("--seeds", type=int, default=16)
+    parser.add_argument("--task-rule", default="raw", help="dedup.task_rule (repoworld's reports are alike: raw)")
+    parser.add_argument("--workdir", type=Path, help="keep the study here (default: a temporary folder)")
+    args = parser.parse_args()
+    workdir = args.workdir or Path(tempfile.mkdtemp(prefix=f"axisrl-{args.domain}-"))
+    shutil.copytree(ROOT / "config", workdir / "config", dirs_exist_ok=True)
+    overlay_path = workdir / "centre.yaml"
+    overlay_path.write_text(yaml.safe_dump(overlay(args.domain, args.seeds, args.task_rule)))
+    schema_path = ROOT / "config" / "schema.yaml"
+    config = load_config(ROOT / "config" / "config.yaml", overlay_path, schema_path=schema_path)
+    centre = config["study"]["centre"]
+    planned = study(config, load_yaml(schema_path))
+    jobs = [
+        point
+        for point in planned.points.values()
+        if all(getattr(point.design, axis) == value for axis, value in centre.items())
+    ]
+    targets = [f"results/train/{point.train.key}/runs.parquet" for point in jobs]
+    started = time.time()
+    subprocess.run(
+        ["snakemake", *targets, "-s", str(ROOT / "Snakefile"), "--cores", "2", "--configfile", str(overlay_path)],
+        cwd=workdir,
+        check=True,
+    )
+    wall = time.time() - started
+    runs = pl.concat([pl.read_parquet(workdir / target) for target in targets], how="diagonal_relaxed")
+    ok = runs.filter(pl.col("status") == "ok")
+    gain = (ok["p_V"] - ok["p_V_base"]).to_numpy()
+    lo, hi = stats.t.interval(0.95, len(gain) - 1, loc=gain.mean(), scale=stats.sem(gain)) if len(gain) > 1 else (0, 0)
+    print(f"{args.domain}: centre {Design.__name__} {centre}, {ok.height} of {runs.height} runs ok, wall {wall:.0f} s")
+    print(f"  base on V: {ok['p_V_base'][0]:.3f} (n_V {ok['n_V'][0]}); RL runs on V: mean {ok['p_V'].mean():.3f}")
+    above = int((gain > 0).sum())
+    print(f"  paired gain: {gain.mean():+.3f} [{lo:+.3f}, {hi:+.3f}], {above} of {len(gain)} above the base")
+    print(f"  per seed: {np.round(ok.sort('seed')['p_V'].to_numpy(), 3).tolist()}")
+    print(f"  study kept in {workdir}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,243 @@
+"""repoworld's compact view (``repoworld.lexicon``): every reference plays through the view's
+candidates and succeeds, every token is structural or a symbol, a re-skinned repository renders
+identically, views are deterministic per episode seed, forks are independent, and the tiny policy's
+features build."""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+import statistics
+
+import numpy as np
+import pytest
+
+from axisrl.backends.tiny.encoding import EpisodeFeatures
+from axisrl.backends.tiny.rollout import call_key
+from axisrl.backends.tiny.vocab import GOAL_HEADS, UNK, classify
+from axisrl.config import validate_config
+from axisrl.domains import load
+from axisrl.domains import repoworld as rw
+from axisrl.domains.repoworld.env import MAX_FAILURES
+from axisrl.domains.repoworld.lexicon import MAX_PAIRS, report
+from axisrl.domains.repoworld.repo import compile_repo
+from axisrl.domains.repoworld.world import names_of
+from axisrl.domains.toolworld.canon import derive_seed
+
+SMALL = {
+    "n_worlds": 3,
+    "variants_per_world": 2,
+    "contents_per_variant": 2,
+    "reskins_per_world": 1,
+    "tasks_per_env": 4,
+    "placebo_contents": 2,
+    "placebo_tasks_per_env": 3,
+    "heldout": {
+        "tasks_per_env": 4,
+        "t0_envs": 2,
+        "t1_envs": 2,
+        "t2_worlds": 4,
+        "t2_variants_per_world": 2,
+        "validation_worlds": 1,
+    },
+}
+"""A smaller pool than ``test_repoworld``'s, in its style (every API variant shows up)."""
+NO_PLACEBO_SWEEP = {"families": {"pool_construction": {"levels": ["s3"]}}}
+
+
+@pytest.fixture(scope="module")
+def pool(schema):
+    cfg = validate_config({"synthesize": SMALL, "study": NO_PLACEBO_SWEEP}, schema)["synthesize"]
+    return rw.generate_pool(cfg)
+
+
+@pytest.fixture(scope="module")
+def specs(pool) -> dict[str, dict]:
+    return {env["env_id"]: json.loads(env["spec"]) for env in [*pool.envs, *pool.heldout_envs, *pool.placebo_envs]}
+
+
+@pytest.fixture(scope="module")
+def tasks(pool) -> list[dict]:
+    return [*pool.tasks, *pool.placebo_tasks, *pool.heldout_tasks]
+
+
+def _start(spec: dict, task: dict, seed: int):
+    env = rw.Env(spec, task)
+    env.reset()
+    return env, rw.compact_view(spec, task, seed, env)
+
+
+def _keys(view) -> list[str]:
+    return [call_key(view.call(k)) for k in range(len(view.candidates()))]
+
+
+def _take(env, view, k: int):
+    call = view.call(k)
+    result = env.step(call)
+    view.push(call, result.observation)
+    return result
+
+
+def _replay(spec: dict, task: dict, seed: int, sizes: list[int] | None = None):
+    """The reference played through the view: each call found among its candidates, stepped, pushed."""
+    env, view = _start(spec, task, seed)
+    for step, call in enumerate(json.loads(task["reference"])):
+        keys = _keys(view)
+        assert call_key(call) in keys, (task["task_id"], step, call)
+        if sizes is not None:
+            sizes.append(len(keys))
+        _take(env, view, keys.index(call_key(call)))
+    return env, view
+
+
+def _tokens(view) -> list[str]:
+    values = [token for value in view.current().values for token in value]
+    steps = [token for step in view.steps for part in step for token in part]
+    return (
+        [token for clause in view.goal for token in clause] + [t for tool in view.tools for t in tool] + steps + values
+    )
+
+
+def test_the_domain_loads_the_view():
+    assert load("repoworld").compact_view is rw.compact_view
+
+
+def test_every_reference_plays_through_the_view_and_succeeds(specs, tasks):
+    apis = {tuple(sorted(spec["structure"]["api"].items())) for spec in specs.values()}
+    assert {dict(api)["read"] for api in apis} == {"file", "definition"}
+    assert {dict(api)["tests"] for api in apis} == {"file", "suite"}
+    assert {dict(api)["search"] for api in apis} == {True, False}
+    sizes: list[int] = []
+    clauses = []
+    for n, task in enumerate(tasks):
+        env, view = _replay(specs[task["env_id"]], task, n, sizes)
+        assert env.done and env.verify().success, task["task_id"]
+        assert view.candidates() == []
+        clauses.append(len(view.goal))
+    print(
+        f"repoworld view: {len(tasks)} tasks, {statistics.mean(sizes):.1f} candidates per decision "
+        f"(max {max(sizes)}), {statistics.mean(clauses):.2f} goal clauses per task"
+    )
+
+
+def test_every_token_is_structural_or_a_symbol(specs, tasks):
+    for n, task in enumerate(tasks):
+        _, view = _replay(specs[task["env_id"]], task, n)
+        for token in _tokens(view):
+            assert classify(token) != (-1, UNK), (task["task_id"], token)
+        assert all(clause[0] in GOAL_HEADS and len(clause) <= 8 for clause in view.goal), view.goal
+        assert all(len(step) - 1 <= MAX_PAIRS for step in view.steps)
+        assert all(len(pair) == 2 for step in view.steps for pair in step[1:])
+
+
+def test_goal_clauses_state_the_report(specs, tasks):
+    """The reported function is the symbol ``read_definition``/``search`` would pass; the expected and
+    the actual value are its ``eq`` and ``absent`` clauses; the bug's place is never stated."""
+    for n, task in enumerate(tasks):
+        spec = specs[task["env_id"]]
+        env, view = _start(spec, task, n)
+        fn, expected, actual = report(task["instruction"])
+        assert fn in compile_repo(spec).functions
+        subject = view.name(fn, "E")
+        heads = {clause[0]: clause for clause in view.goal}
+        assert heads["eq"][1] == heads["absent"][1] == subject == heads.get("ref", [None, subject])[1]
+        if actual is None:
+            assert heads["absent"][2] == "err"
+        if expected.lstrip("-").isdigit():
+            assert heads["eq"][2] == f"#{int(expected)}"
+        bug = json.loads(task["goal"])["bug"]
+        named = {key[1] for key in view.name.names}
+        assert bug["path"] not in named and bug["text"] not in named and bug["original"].strip() not in named
+        if spec["structure"]["api"]["read"] == "definition":  # a candidate reads it, passing the same token
+            k = _keys(view).index(call_key({"name": "read_definition", "arguments": {"name": fn}}))
+            position, pointer = view.candidates()[k]
+            assert view.current().values[pointer][0] == subject
+
+
+def _corresponding(spec: dict, skinned: dict, task: dict, other: dict) -> bool:
+    """Whether two tasks of a repository and its reskin are the same bug reported from the same test
+    (the generator keeps this but for rare seeds), and their outputs show every failure (the
+    environment truncates a long failure list in name order)."""
+    a, b = json.loads(task["goal"]), json.loads(other["goal"])
+    ra, rb = compile_repo(spec), compile_repo(skinned)
+
+    def place(repo, goal):
+        path, test = goal["reported"].split("::")
+        bug = goal["bug"]
+        return repo.rank[path], repo.definitions[test].start, repo.rank[bug["path"]], bug["line"], goal["operator"]
+
+    return place(ra, a) == place(rb, b) and len(a["failing"]) <= MAX_FAILURES
+
+
+def test_a_reskinned_repository_renders_identically(specs, pool):
+    """Same structure and content under another skin: the same tasks in other names, and the same
+    tokens at every step of their references; no token holds a word of either vocabulary."""
+    compared = 0
+    for env_row in pool.envs[::3]:
+        spec = specs[env_row["env_id"]]
+        skinned = rw.reskin(spec, 9)
+        assert skinned["lexicon"] != spec["lexicon"]
+        words = set(names_of(spec).vocabulary()) | set(names_of(skinned).vocabulary())
+        for task, other in zip(rw.generate_tasks(spec, "a", 4, 3), rw.generate_tasks(skinned, "b", 4, 3)):
+            assert task["instruction"] != other["instruction"]
+            seed = derive_seed(5, task["task_id"])
+            _, view = _replay(spec, task, seed)
+            _, view_b = _replay(skinned, other, seed)
+            assert not words & set(_tokens(view)) and not words & set(_tokens(view_b))
+            if not _corresponding(spec, skinned, task, other):
+                continue
+            assert view_b.goal == view.goal and view_b.tools == view.tools
+            assert view_b.steps == view.steps, task["task_id"]
+            compared += 1
+    print(f"reskin: {compared} tasks compared step by step")
+    assert compared >= 8
+
+
+def test_views_are_deterministic_and_another_seed_draws_other_slots(specs, tasks):
+    for task in tasks[::7]:
+        spec = specs[task["env_id"]]
+        _, one = _replay(spec, task, 11)
+        _, two = _replay(spec, task, 11)
+        assert (one.goal, one.tools, one.steps) == (two.goal, two.tools, two.steps)
+        assert one.current().values == two.current().values
+        _, other = _replay(spec, task, 12)
+        assert other.goal != one.goal and other.steps != one.steps
+        shape = [[re.sub(r"\d+", "", t) for t in clause] for clause in other.goal]
+        assert shape == [[re.sub(r"\d+", "", t) for t in clause] for clause in one.goal]
+
+
+def test_a_forked_view_steps_independently(specs, tasks):
+    for n, task in enumerate(tasks[::9]):
+        spec = specs[task["env_id"]]
+        env, view = _start(spec, task, n)
+        reference = json.loads(task["reference"])
+        for call in reference[: len(reference) // 2]:
+            keys = _keys(view)
+            _take(env, view, keys.index(call_key(call)))
+        before = (_keys(view), list(view.candidates()))
+        steps, values = list(view.steps), [list(v) for v in view.current().values]
+        other_env = env.fork()
+        other = view.fork(other_env)
+        edits = [k for k, key in enumerate(_keys(other)) if '"edit"' in key]
+        for k in [*edits[:1], 0, 0]:  # an edit (where one is offered) changes the fork's files only
+            if other.candidates():
+                _take(other_env, other, k)
+        assert (_keys(view), view.candidates()) == before
+        assert view.steps == steps and view.current().values == values
+        assert len(other.steps) > len(view.steps)
+
+
+def test_a_random_policy_builds_the_tiny_features(specs, tasks):
+    rng = np.random.default_rng(0)
+    pick = random.Random(0)
+    for n, task in enumerate(pick.sample(tasks, 12)):
+        env, view = _start(specs[task["env_id"]], task, n)
+        features = EpisodeFeatures(view, False)
+        while not env.done:
+            decision = features.decision()
+            assert decision.candidates.count == len(view.candidates()) > 0
+            _take(env, view, int(rng.integers(len(view.candidates()))))
+        features.decision()
+        for token in _tokens(view):
+            assert classify(token) != (-1, UNK), token
