@@ -27,14 +27,14 @@ import yaml
 from scipy import stats
 
 from axisrl.config import load_config, load_yaml
-from axisrl.plan import Design
 from axisrl.stages import study
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def overlay(domain: str, seeds: int, task_rule: str) -> dict:
-    """The default config in ``domain``, its axis sweeps only, ``seeds`` seeds at the centre."""
+def overlay(domain: str, seeds: int, task_rule: str, train: dict) -> dict:
+    """The default config in ``domain``, its axis sweeps only, ``seeds`` seeds at the centre, with
+    ``train`` settings over the default's."""
     half = seeds // 2
     schema = load_yaml(ROOT / "config" / "schema.yaml")
     families = schema["properties"]["study"]["properties"]["families"]["properties"]
@@ -47,7 +47,13 @@ def overlay(domain: str, seeds: int, task_rule: str) -> dict:
             "families": {name: sweeps if name == "axis_sweeps" else {"enabled": False} for name in families},
         },
         "recipe": {"enabled": False},
+        "train": train,
     }
+
+
+def _setting(text: str) -> tuple[str, object]:
+    key, _, value = text.partition("=")
+    return key, yaml.safe_load(value)
 
 
 def main() -> None:
@@ -56,11 +62,13 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=16)
     parser.add_argument("--task-rule", default="raw", help="dedup.task_rule (repoworld's reports are alike: raw)")
     parser.add_argument("--workdir", type=Path, help="keep the study here (default: a temporary folder)")
+    parser.add_argument("--train", action="append", default=[], metavar="KEY=VALUE", help="e.g. kl_coef=0.1")
     args = parser.parse_args()
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix=f"axisrl-{args.domain}-"))
     shutil.copytree(ROOT / "config", workdir / "config", dirs_exist_ok=True)
     overlay_path = workdir / "centre.yaml"
-    overlay_path.write_text(yaml.safe_dump(overlay(args.domain, args.seeds, args.task_rule)))
+    settings = dict(map(_setting, args.train))
+    overlay_path.write_text(yaml.safe_dump(overlay(args.domain, args.seeds, args.task_rule, settings)))
     schema_path = ROOT / "config" / "schema.yaml"
     config = load_config(ROOT / "config" / "config.yaml", overlay_path, schema_path=schema_path)
     centre = config["study"]["centre"]
@@ -79,10 +87,14 @@ def main() -> None:
     )
     wall = time.time() - started
     runs = pl.concat([pl.read_parquet(workdir / target) for target in targets], how="diagonal_relaxed")
-    ok = runs.filter(pl.col("status") == "ok")
+    episodes = pl.concat(
+        [pl.read_parquet(workdir / target.replace("runs.parquet", "episodes.parquet")) for target in targets]
+    )
+    on_v = episodes.filter(pl.col("tier") == "V").group_by("run_key").agg(p_V=pl.col("success").mean(), n_V=pl.len())
+    ok = runs.filter(pl.col("status") == "ok").join(on_v, on="run_key")
     gain = (ok["p_V"] - ok["p_V_base"]).to_numpy()
     lo, hi = stats.t.interval(0.95, len(gain) - 1, loc=gain.mean(), scale=stats.sem(gain)) if len(gain) > 1 else (0, 0)
-    print(f"{args.domain}: centre {Design.__name__} {centre}, {ok.height} of {runs.height} runs ok, wall {wall:.0f} s")
+    print(f"{args.domain} {args.train}: centre {centre}, {ok.height} of {runs.height} runs ok, wall {wall:.0f} s")
     print(f"  base on V: {ok['p_V_base'][0]:.3f} (n_V {ok['n_V'][0]}); RL runs on V: mean {ok['p_V'].mean():.3f}")
     above = int((gain > 0).sum())
     print(f"  paired gain: {gain.mean():+.3f} [{lo:+.3f}, {hi:+.3f}], {above} of {len(gain)} above the base")

@@ -21,6 +21,7 @@ from conftest import copy_workflow, snakemake
 
 SMOKE = ("--configfile", "config/studies/smoke.yaml")
 MIXTURES = ("--configfile", "config/studies/smoke.yaml", "config/studies/smoke-mixtures.yaml")
+DOMAINS = ("--configfile", "config/studies/smoke.yaml", "config/studies/smoke-domains.yaml")
 POOLS = ("envs", "tasks", "heldout_envs", "heldout_tasks", "placebo_envs", "placebo_tasks")
 STAGE_FILES = {
     "synthesize": POOLS,
@@ -289,25 +290,37 @@ def test_killed_study_resumes_without_retraining_finished_runs(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("domain", ["webworld", "repoworld"])
-def test_the_smoke_study_runs_in_every_domain_the_tiny_learner_acts_in(tmp_path, domain):
-    """The same stages, base and runs in another procedural domain: the learner acts through the
-    domain's compact view, its base is cloned on that domain's pretraining pool, and every planned
-    run reaches collect. Every task counts (``raw``): the smoke pool is too small for a signature
-    rule to leave the centre's d_task in one environment, and repoworld's issue reports are alike
-    enough for the embedding rule to keep few."""
+def test_a_study_across_domains_runs_each_as_its_own_and_sets_them_side_by_side(smoke_run, tmp_path):
+    """``domains:`` runs the smoke study once per domain, each with the keys its own config has (the
+    toolworld one is the plain smoke study, key for key): the learner acts through each domain's
+    compact view and starts from a base cloned on that domain's pretraining pool. One job writes
+    Tables 2, 6 and 18 and Figure 2 with a row per domain."""
     workdir = copy_workflow(tmp_path)
-    snakemake(workdir, "--cores", "2", *SMOKE, "--config", f"domain={domain}", "dedup={task_rule: raw}")
-    (collect_dir,) = (workdir / "results" / "collect").iterdir()
-    (plan_dir,) = (workdir / "results" / "plan").iterdir()
-    runs = pl.read_parquet(collect_dir / "runs.parquet")
-    assert runs.height == pl.read_parquet(plan_dir / "runs.parquet").height > 0
-    assert (runs["status"] == "ok").all() and (runs["domain"] == domain).all()
-    assert runs["p_T2"].is_between(0, 1).all() and (runs["env_steps"] > 0).all()
-    from_base = runs.filter(pl.col("base_param_hash").is_not_null())
-    assert from_base.height > 0 and from_base["p_V_base"].is_between(0, 1).all()
-    assert (runs["horizon"] > 0).all() and (runs["verifier_seconds_per_trajectory"] > 0).all()
-    assert (workdir / "results" / "tables" / "table2.md").read_text().startswith("# Table")
+    snakemake(workdir, "--cores", "2", *DOMAINS)
+    named = ("toolworld", "webworld", "repoworld")
+    for domain in named:
+        results = workdir / "domains" / domain / "results"
+        (collect_dir,) = (results / "collect").iterdir()
+        (plan_dir,) = (results / "plan").iterdir()
+        runs = pl.read_parquet(collect_dir / "runs.parquet")
+        assert runs.height == pl.read_parquet(plan_dir / "runs.parquet").height > 0
+        assert (runs["status"] == "ok").all() and (runs["domain"] == domain).all()
+        assert runs["p_T2"].is_between(0, 1).all() and (runs["env_steps"] > 0).all()
+        from_base = runs.filter(pl.col("base_param_hash").is_not_null())
+        assert from_base.height > 0 and from_base["p_V_base"].is_between(0, 1).all()
+    (alone,) = (smoke_run / "results" / "collect").iterdir()
+    assert (workdir / "domains" / "toolworld" / "results" / "collect" / alone.name).is_dir()
+    side = workdir / "results" / "domains"
+    table2 = pl.read_csv(side / "table2.csv")
+    assert table2["domain"].to_list() == list(named)
+    assert set(table2.columns) >= {"alpha_d_env", "trend_d_traj_p_value", "status_d_task"}
+    assert pl.read_csv(side / "table6.csv").filter(pl.col("split") == "train")["domain"].to_list() == list(named)
+    drivers = pl.read_csv(side / "table18.csv")
+    assert drivers["domain"].to_list() == list(named) and (drivers["horizon"] > 0).all()
+    assert (drivers["verifier_seconds_per_trajectory"] > 0).all() and (drivers["n_runs"] > 0).all()
+    for name in ("table2", "table6", "table18"):
+        assert (side / f"{name}.md").read_text().startswith("# Table")
+    assert (side / "fig2.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 @pytest.mark.slow

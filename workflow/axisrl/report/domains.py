@@ -42,8 +42,8 @@ def exponents_by_domain(
                 row[column.replace("alpha", f"alpha_{axis}")] = got.get(column)
             trend = trends[domain].filter(pl.col("axis") == axis)
             got = trend.row(0, named=True) if trend.height else {}
-            for column in ("slope", "slope_lo", "slope_hi", "p_value"):
-                row[f"trend_{axis}{column.removeprefix('slope')}"] = got.get(column)
+            for column, suffix in (("slope", ""), ("slope_lo", "_lo"), ("slope_hi", "_hi"), ("p_value", "_p_value")):
+                row[f"trend_{axis}{suffix}"] = got.get(column)
         for pair in ordering[domain].iter_rows(named=True):
             name = f"diff_{pair['axis_a']}_{pair['axis_b']}"
             row.update(

@@ -35,7 +35,9 @@ from axisrl.targets import FIGURES, TABLES
 
 def job_function(rule: str, settings: Mapping[str, Any]) -> Callable[..., None]:
     """The function that runs a job of ``rule``: a stage's (for its train backend), or the report's
-    table or figure maker for a table or figure target."""
+    table or figure maker for a table or figure target. In a study across domains each domain's
+    rules are named ``<domain>_<rule>`` (``workflow/rules/domains.smk``): the same jobs."""
+    rule = _unprefixed(rule)
     if rule in STAGES:
         target = STAGES[rule].target(settings)
     elif rule in TABLES:
@@ -47,6 +49,17 @@ def job_function(rule: str, settings: Mapping[str, Any]) -> Callable[..., None]:
     else:
         raise KeyError(f"no stage or report target is named {rule!r}")
     return resolve(target)
+
+
+def _unprefixed(rule: str) -> str:
+    """A rule's own name, without the ``<domain>_`` a study across domains gives it."""
+    from axisrl.domains import DOMAINS
+
+    for domain in DOMAINS:
+        own = rule.removeprefix(f"{domain}_")
+        if own != rule and (own in STAGES or own in TABLES or own in FIGURES):
+            return own
+    return rule
 
 
 __all__ = [
