@@ -55,6 +55,29 @@ def test_bad_config_names_the_key_and_the_reason(overlay, named, schema):
     assert named in str(caught.value)
 
 
+def test_the_schema_names_every_registered_domain(schema):
+    """A domain is registered in ``axisrl.domains.DOMAINS``; the schema's enums follow it."""
+    from axisrl.domains import DOMAINS
+
+    properties = schema["properties"]
+    assert sorted(properties["domain"]["enum"]) == sorted(DOMAINS)
+    assert sorted(properties["domains"]["propertyNames"]["enum"]) == sorted(DOMAINS)
+
+
+def test_a_study_across_domains_is_one_config_per_domain_with_its_overlay(schema):
+    from axisrl.config import domain_configs
+
+    no_mixtures = {"families": {"mixtures": {"enabled": False}}}
+    config = {"study": no_mixtures, "domains": {"toolworld": {}, "repoworld": {"dedup": {"task_rule": "raw"}}}}
+    studies = domain_configs(config, schema)
+    assert list(studies) == ["toolworld", "repoworld"]
+    assert studies["repoworld"] == {"domain": "repoworld", "study": no_mixtures, "dedup": {"task_rule": "raw"}}
+    assert studies["toolworld"] == {"domain": "toolworld", "study": no_mixtures}
+    with pytest.raises(ConfigError, match="(?s)domains.webworld: .* synthetic sources exist for toolworld only"):
+        domain_configs({"domains": {"webworld": {}}}, schema)
+    assert domain_configs({}, schema) == {}
+
+
 def test_strings_from_snakemake_config_flag_are_coerced_by_schema(schema):
     # `--config synthesize={n_worlds: 3}` delivers nested scalars as strings.
     config = validate_config(

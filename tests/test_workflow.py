@@ -21,7 +21,7 @@ from conftest import copy_workflow, snakemake
 
 SMOKE = ("--configfile", "config/studies/smoke.yaml")
 MIXTURES = ("--configfile", "config/studies/smoke.yaml", "config/studies/smoke-mixtures.yaml")
-DOMAINS = ("--configfile", "config/studies/smoke.yaml", "config/studies/smoke-domains.yaml")
+ACROSS_DOMAINS = ("--configfile", "config/studies/smoke.yaml", "config/studies/smoke-domains.yaml")
 POOLS = ("envs", "tasks", "heldout_envs", "heldout_tasks", "placebo_envs", "placebo_tasks")
 STAGE_FILES = {
     "synthesize": POOLS,
@@ -296,7 +296,7 @@ def test_a_study_across_domains_runs_each_as_its_own_and_sets_them_side_by_side(
     compact view and starts from a base cloned on that domain's pretraining pool. One job writes
     Tables 2, 6 and 18 and Figure 2 with a row per domain."""
     workdir = copy_workflow(tmp_path)
-    snakemake(workdir, "--cores", "2", *DOMAINS)
+    snakemake(workdir, "--cores", "2", *ACROSS_DOMAINS)
     named = ("toolworld", "webworld", "repoworld")
     for domain in named:
         results = workdir / "domains" / domain / "results"
