@@ -171,3 +171,13 @@ def test_the_power_table_of_a_study_with_mixtures() -> None:
     assert frame.filter(pl.col("quantity") == "kappa_r1")["p_bounded"].is_not_null().all()
     # the noise is read off the validation tier, never off T2 (the test set) alone
     assert power_table(t2, study, 0.1, n_sims=8, kappa_sims=4)["status"].to_list() == ["not_run"]
+    without = {
+        **study,
+        "families": {**study["families"], "mixtures": {**study["families"]["mixtures"], "enabled": False}},
+    }
+    frame = power_table(pl.concat([t2, t2.with_columns(tier=pl.lit("V"))]), without, 0.1, n_sims=8)
+    assert (
+        frame.schema == pl.Schema(POWER_SCHEMA)
+        and frame["quantity"].to_list() == ["alpha"] * 3 + ["trend"] * 3 + ["alpha_diff"] * 3
+    )
+    assert frame["p_bounded"].is_null().all()

@@ -562,7 +562,7 @@ def power_table(
     if not headline.is_empty():
         episodes = episodes_per_run(headline)  # the design's own T2 pool, the noise read off V
     predicted = predict(design_of({"study": study}, episodes), truth, model, n_sims)
-    frames = [predicted]
+    frames = [pl.DataFrame(schema=POWER_SCHEMA), predicted]  # every column; p_bounded is kappa's alone
     if study["families"]["mixtures"]["enabled"]:
         frames.append(kappa_rows(predict_kappa(study, truth, model, episodes, n_sims=kappa_sims)))
     return (
