@@ -5,17 +5,13 @@ features build."""
 
 from __future__ import annotations
 
+import functools
 import json
-import random
-import re
-import statistics
 
-import numpy as np
 import pytest
+import view_checks
 
-from axisrl.backends.tiny.encoding import EpisodeFeatures
 from axisrl.backends.tiny.rollout import call_key
-from axisrl.backends.tiny.vocab import GOAL_HEADS, UNK, classify
 from axisrl.config import validate_config
 from axisrl.domains import load
 from axisrl.domains import repoworld as rw
@@ -62,41 +58,9 @@ def tasks(pool) -> list[dict]:
     return [*pool.tasks, *pool.placebo_tasks, *pool.heldout_tasks]
 
 
-def _start(spec: dict, task: dict, seed: int):
-    env = rw.Env(spec, task)
-    env.reset()
-    return env, rw.compact_view(spec, task, seed, env)
-
-
-def _keys(view) -> list[str]:
-    return [call_key(view.call(k)) for k in range(len(view.candidates()))]
-
-
-def _take(env, view, k: int):
-    call = view.call(k)
-    result = env.step(call)
-    view.push(call, result.observation)
-    return result
-
-
-def _replay(spec: dict, task: dict, seed: int, sizes: list[int] | None = None):
-    """The reference played through the view: each call found among its candidates, stepped, pushed."""
-    env, view = _start(spec, task, seed)
-    for step, call in enumerate(json.loads(task["reference"])):
-        keys = _keys(view)
-        assert call_key(call) in keys, (task["task_id"], step, call)
-        if sizes is not None:
-            sizes.append(len(keys))
-        _take(env, view, keys.index(call_key(call)))
-    return env, view
-
-
-def _tokens(view) -> list[str]:
-    values = [token for value in view.current().values for token in value]
-    steps = [token for step in view.steps for part in step for token in part]
-    return (
-        [token for clause in view.goal for token in clause] + [t for tool in view.tools for t in tool] + steps + values
-    )
+_start = functools.partial(view_checks.start, rw)
+_replay = functools.partial(view_checks.replay, rw)
+_take, _tokens, _keys = view_checks.take, view_checks.tokens, view_checks.keys
 
 
 def test_the_domain_loads_the_view():
@@ -108,27 +72,11 @@ def test_every_reference_plays_through_the_view_and_succeeds(specs, tasks):
     assert {dict(api)["read"] for api in apis} == {"file", "definition"}
     assert {dict(api)["tests"] for api in apis} == {"file", "suite"}
     assert {dict(api)["search"] for api in apis} == {True, False}
-    sizes: list[int] = []
-    clauses = []
-    for n, task in enumerate(tasks):
-        env, view = _replay(specs[task["env_id"]], task, n, sizes)
-        assert env.done and env.verify().success, task["task_id"]
-        assert view.candidates() == []
-        clauses.append(len(view.goal))
-    print(
-        f"repoworld view: {len(tasks)} tasks, {statistics.mean(sizes):.1f} candidates per decision "
-        f"(max {max(sizes)}), {statistics.mean(clauses):.2f} goal clauses per task"
-    )
+    view_checks.every_reference_succeeds(rw, specs, tasks)
 
 
 def test_every_token_is_structural_or_a_symbol(specs, tasks):
-    for n, task in enumerate(tasks):
-        _, view = _replay(specs[task["env_id"]], task, n)
-        for token in _tokens(view):
-            assert classify(token) != (-1, UNK), (task["task_id"], token)
-        assert all(clause[0] in GOAL_HEADS and len(clause) <= 8 for clause in view.goal), view.goal
-        assert all(len(step) - 1 <= MAX_PAIRS for step in view.steps)
-        assert all(len(pair) == 2 for step in view.steps for pair in step[1:])
+    view_checks.every_token_is_structural_or_a_symbol(rw, specs, tasks, MAX_PAIRS)
 
 
 def test_goal_clauses_state_the_report(specs, tasks):
@@ -195,49 +143,17 @@ def test_a_reskinned_repository_renders_identically(specs, pool):
 
 
 def test_views_are_deterministic_and_another_seed_draws_other_slots(specs, tasks):
-    for task in tasks[::7]:
-        spec = specs[task["env_id"]]
-        _, one = _replay(spec, task, 11)
-        _, two = _replay(spec, task, 11)
-        assert (one.goal, one.tools, one.steps) == (two.goal, two.tools, two.steps)
-        assert one.current().values == two.current().values
-        _, other = _replay(spec, task, 12)
-        assert other.goal != one.goal and other.steps != one.steps
-        shape = [[re.sub(r"\d+", "", t) for t in clause] for clause in other.goal]
-        assert shape == [[re.sub(r"\d+", "", t) for t in clause] for clause in one.goal]
+    view_checks.deterministic_per_seed(rw, specs, tasks)
+
+
+def _an_edit_first(offered: list[str]) -> list[int]:
+    """An edit, where one is offered (it changes the fork's files only), then the first candidates."""
+    return [*[k for k, key in enumerate(offered) if '"edit"' in key][:1], 0, 0]
 
 
 def test_a_forked_view_steps_independently(specs, tasks):
-    for n, task in enumerate(tasks[::9]):
-        spec = specs[task["env_id"]]
-        env, view = _start(spec, task, n)
-        reference = json.loads(task["reference"])
-        for call in reference[: len(reference) // 2]:
-            keys = _keys(view)
-            _take(env, view, keys.index(call_key(call)))
-        before = (_keys(view), list(view.candidates()))
-        steps, values = list(view.steps), [list(v) for v in view.current().values]
-        other_env = env.fork()
-        other = view.fork(other_env)
-        edits = [k for k, key in enumerate(_keys(other)) if '"edit"' in key]
-        for k in [*edits[:1], 0, 0]:  # an edit (where one is offered) changes the fork's files only
-            if other.candidates():
-                _take(other_env, other, k)
-        assert (_keys(view), view.candidates()) == before
-        assert view.steps == steps and view.current().values == values
-        assert len(other.steps) > len(view.steps)
+    view_checks.forks_step_independently(rw, specs, tasks, _an_edit_first)
 
 
 def test_a_random_policy_builds_the_tiny_features(specs, tasks):
-    rng = np.random.default_rng(0)
-    pick = random.Random(0)
-    for n, task in enumerate(pick.sample(tasks, 12)):
-        env, view = _start(specs[task["env_id"]], task, n)
-        features = EpisodeFeatures(view, False)
-        while not env.done:
-            decision = features.decision()
-            assert decision.candidates.count == len(view.candidates()) > 0
-            _take(env, view, int(rng.integers(len(view.candidates()))))
-        features.decision()
-        for token in _tokens(view):
-            assert classify(token) != (-1, UNK), token
+    view_checks.random_policy_builds_features(rw, specs, tasks)

@@ -11,16 +11,11 @@ from collections.abc import Mapping
 
 import polars as pl
 
-AXES = ("d_env", "d_task", "d_traj")
-DRIVERS = (
-    "horizon",
-    "rollout_steps_per_trajectory",
-    "env_seconds_per_call",
-    "verifier_seconds_per_trajectory",
-    "failed_rollout_fraction",
-    "heldout_seconds_per_episode",
-)
-"""Table 18's measured cost drivers (``stages.train.cost_drivers``) and the held-out evaluation's."""
+from axisrl.plan import AXES
+from axisrl.recipe.study import DRIVERS as TABLE18_DRIVERS
+
+DRIVERS = (*TABLE18_DRIVERS, "heldout_seconds_per_episode")
+"""Table 18's measured cost drivers and the held-out evaluation's seconds per episode."""
 
 
 def exponents_by_domain(
