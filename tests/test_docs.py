@@ -9,8 +9,8 @@ What the key-table check reads (config/README.md's own conventions):
 * Its *section* is the backticked name that opens the nearest heading above it (``## `dedup`: ...``
   -> ``dedup``, ``### `study.families``` -> ``study.families``); a heading without one (``###
   Training budgets``) keeps the section of the heading it sits under. A key is a path below that
-  section (``heldout.seed`` under ``synthesize`` is ``synthesize.heldout.seed``); the one
-  top-level scalar, ``domain``, is its own section.
+  section (``heldout.seed`` under ``synthesize`` is ``synthesize.heldout.seed``); a top-level key
+  documented by one row (``domain``, ``domains``) is its own section.
 * The key cell lists backticked keys separated by commas. A key that starts with ``.`` replaces
   the last part of the key before it (``rows_per_table.min``, ``.max``); ``a/b`` in a part stands
   for each of ``a`` and ``b`` (``methods.awm/genenv.unverifiable_goal``), and ``<domain>`` or
@@ -262,8 +262,8 @@ def documented_keys(row) -> list[tuple[tuple[str, ...], object]]:
             full.append(full[-1][:-1] + spec[1:].split("."))
         else:
             full.append(spec.split("."))
-    if section == ["domain"] and full == [["domain"]]:
-        base, full = [], [["domain"]]
+    if len(section) == 1 and full == [section]:  # a top-level key that is its own section
+        base = []
     else:
         base = section
     defaults = split_top(default_cell)
