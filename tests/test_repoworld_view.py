@@ -50,12 +50,12 @@ def pool(schema):
 
 @pytest.fixture(scope="module")
 def specs(pool) -> dict[str, dict]:
-    return {env["env_id"]: json.loads(env["spec"]) for env in [*pool.envs, *pool.heldout_envs, *pool.placebo_envs]}
+    return view_checks.every_spec(pool)
 
 
 @pytest.fixture(scope="module")
 def tasks(pool) -> list[dict]:
-    return [*pool.tasks, *pool.placebo_tasks, *pool.heldout_tasks]
+    return view_checks.every_task(pool)
 
 
 _start = functools.partial(view_checks.start, rw)

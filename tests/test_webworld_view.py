@@ -10,6 +10,7 @@ import re
 
 import pytest
 import view_checks
+from test_webworld import SMALL  # its small pool: every family, tier and optional tool shows up
 
 from axisrl.config import validate_config
 from axisrl.domains import load
@@ -17,22 +18,6 @@ from axisrl.domains import webworld as ww
 from axisrl.domains.toolworld.canon import derive_seed
 from axisrl.domains.webworld.lexicon import MAX_PAIRS, constraints
 
-SMALL = {
-    "n_worlds": 6,
-    "variants_per_world": 3,
-    "contents_per_variant": 2,
-    "reskins_per_world": 1,
-    "tasks_per_env": 8,
-    "heldout": {
-        "tasks_per_env": 4,
-        "t0_envs": 3,
-        "t1_envs": 3,
-        "t2_worlds": 3,
-        "t2_variants_per_world": 2,
-        "validation_worlds": 2,
-    },
-}
-"""The small pool of ``test_webworld`` (every family, tier and optional tool shows up)."""
 PLACEBO = {"placebo_contents": 2, "placebo_tasks_per_env": 4}
 
 
@@ -44,12 +29,12 @@ def pool(schema):
 
 @pytest.fixture(scope="module")
 def specs(pool) -> dict[str, dict]:
-    return {env["env_id"]: json.loads(env["spec"]) for env in [*pool.envs, *pool.heldout_envs, *pool.placebo_envs]}
+    return view_checks.every_spec(pool)
 
 
 @pytest.fixture(scope="module")
 def tasks(pool) -> list[dict]:
-    return [*pool.tasks, *pool.placebo_tasks, *pool.heldout_tasks]
+    return view_checks.every_task(pool)
 
 
 _start = functools.partial(view_checks.start, ww)

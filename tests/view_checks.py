@@ -17,6 +17,15 @@ from axisrl.backends.tiny.rollout import call_key
 from axisrl.backends.tiny.vocab import GOAL_HEADS, UNK, classify
 
 
+def every_spec(pool) -> dict[str, dict]:
+    """Every environment's spec of a pool (training, held-out and placebo), by env id."""
+    return {env["env_id"]: json.loads(env["spec"]) for env in [*pool.envs, *pool.heldout_envs, *pool.placebo_envs]}
+
+
+def every_task(pool) -> list[dict]:
+    return [*pool.tasks, *pool.placebo_tasks, *pool.heldout_tasks]
+
+
 def start(domain: ModuleType, spec: dict, task: dict, seed: int):
     """The domain's environment, reset, and its compact view at the episode's start."""
     env = domain.Env(spec, task)

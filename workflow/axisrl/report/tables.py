@@ -60,7 +60,11 @@ def write_table(frame: pl.DataFrame, markdown_path: str | Path, csv: str | Path,
     """``frame`` as a Markdown table under ``title``, in the compact form of table ``name``
     (``compact_table``; the whole frame for a name without one), and as CSV with every column that
     holds a value, so a reader gets the paper's columns and a script the rest."""
-    body = markdown(compact_table(name, frame))
-    note = "The CSV beside this file holds every column; intervals are 95%, written value [lo, hi]."
-    Path(markdown_path).write_text(f"# {title}\n\n{note}\n\n{body}\n", encoding="utf-8")
+    write_markdown(compact_table(name, frame), markdown_path, title)
     readable(frame).write_csv(csv)
+
+
+def write_markdown(shown: pl.DataFrame, markdown_path: str | Path, title: str) -> None:
+    """``shown`` as a Markdown table under ``title``, with the note on the CSV beside it."""
+    note = "The CSV beside this file holds every column; intervals are 95%, written value [lo, hi]."
+    Path(markdown_path).write_text(f"# {title}\n\n{note}\n\n{markdown(shown)}\n", encoding="utf-8")

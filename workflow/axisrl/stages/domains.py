@@ -39,7 +39,7 @@ def side_by_side(
     """Tables 2, 6 and 18 and Figure 2 with a row per domain of ``settings["domains"]``."""
     from axisrl.report import domains as side
     from axisrl.report.figures import figure2_rows
-    from axisrl.report.tables import write_table
+    from axisrl.report.tables import write_markdown
 
     names = settings["domains"]
 
@@ -53,10 +53,9 @@ def side_by_side(
         "table6": (side.pools_by_domain(laws["pool_stats"]),) * 2,
         "table18": (side.drivers_by_domain(frames("runs", "collect")),) * 2,
     }
-    for name, (frame, shown) in tables.items():
-        write_table(shown, outputs[f"{name}_markdown"], outputs[f"{name}_csv"], TITLES[name])
-        if shown is not frame:  # the CSV keeps every column of the frame, the Markdown its readable view
-            frame.write_csv(outputs[f"{name}_csv"])
+    for name, (frame, shown) in tables.items():  # every column in the CSV, so each domain's row has the same ones
+        write_markdown(shown, outputs[f"{name}_markdown"], TITLES[name])
+        frame.write_csv(outputs[f"{name}_csv"])
         log.info("%s across %d domains", name, len(names))
     rows = {d: (laws["points"][d], laws["axis_fits"][d], laws["trends"][d]) for d in names}
     figure2_rows(rows, Path(outputs["fig2_png"]), Path(outputs["fig2_pdf"]))
