@@ -499,3 +499,36 @@ def test_recipe_preregisters_trains_and_validates_its_strategies(tmp_path):
         [sys.executable, "-m", "axisrl.cli", "recipe", "--budget", "1"], cwd=workdir, capture_output=True, text=True
     )
     assert refused.returncode == 2 and refused.stderr.startswith("axisrl: error: budget 1 flop is below")
+
+
+ADAPTIVE = ("--configfile", "config/studies/smoke.yaml", "config/studies/smoke-adaptive.yaml")
+
+
+def _train_outputs(workdir: Path) -> dict[Path, int]:
+    return {path: path.stat().st_mtime_ns for path in (workdir / "results" / "train").glob("*/*.parquet")}
+
+
+@pytest.mark.slow
+def test_an_adaptive_study_places_a_second_wave_and_a_larger_budget_only_adds_runs(tmp_path):
+    workdir = copy_workflow(tmp_path)
+    snakemake(workdir, "--cores", "2", *ADAPTIVE)
+    (allocate_dir,) = (workdir / "results" / "allocate").iterdir()
+    allocation = pl.read_parquet(allocate_dir / "allocation.parquet")
+    assert allocation["extra_seeds"].sum() > 0 and allocation["cost"].sum() <= 1.0
+    assert (allocation["first_seeds"] == 2).all() and (allocation["first_seeds"] + allocation["extra_seeds"] <= 6).all()
+    placed = allocation.select("point_key", seed="seeds").explode("seed").drop_nulls()
+    (collect_dir,) = (workdir / "results" / "collect").iterdir()
+    runs = pl.read_parquet(collect_dir / "runs.parquet")
+    second = runs.filter(pl.col("wave") == 2)
+    assert second.height == placed.height and second["status"].eq("ok").all() and second["p_T2"].is_not_null().all()
+    assert set(zip(second["point_key"], second["seed"], strict=True)) == set(placed.iter_rows())
+    assert "Allocation of the second wave" in (allocate_dir / "allocation.md").read_text()
+
+    before = _train_outputs(workdir)
+    (workdir / "larger.yaml").write_text(yaml.safe_dump({"study": {"adaptive": {"budget": 4}}}))
+    snakemake(workdir, "--cores", "2", *ADAPTIVE, "larger.yaml")
+    assert all(path.stat().st_mtime_ns == mtime for path, mtime in before.items()), "a trained run was retrained"
+    assert len(_train_outputs(workdir)) > len(before)
+    (larger,) = (path for path in (workdir / "results" / "allocate").iterdir() if path != allocate_dir)
+    grown = pl.read_parquet(larger / "allocation.parquet").select("point_key", seed="seeds").explode("seed")
+    assert set(placed.iter_rows()) < set(grown.drop_nulls().iter_rows())

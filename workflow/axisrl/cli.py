@@ -20,6 +20,7 @@ import polars as pl
 from axisrl.artifacts import ArtifactError, catalog, first_line, read_artifact, read_meta, read_table
 
 if TYPE_CHECKING:
+    from axisrl.planner import Plan
     from axisrl.recipe import CostModel
 
 
@@ -216,7 +217,13 @@ def _targets(texts: list[str]) -> dict[str, float]:
 
 
 def _power(
-    configs: list[str], noise: str | None, results: str, budget: float | None, targets: list[str], sims: int
+    configs: list[str],
+    noise: str | None,
+    results: str,
+    budget: float | None,
+    targets: list[str],
+    sims: int,
+    adaptive: bool = False,
 ) -> None:
     from axisrl.config import load_config
     from axisrl.planner import plan
@@ -257,6 +264,8 @@ def _power(
         )
         print(markdown(answer.kappa.select(pl.all().map_elements(number, return_dtype=pl.String))))
     print("not predicted: the recipe's measured efficiency (its runs depend on the fitted recipe)")
+    if adaptive:
+        _adaptive_power(config, answer, sims)
     if answer.searched is not None:
         searched = answer.searched.with_columns(
             meets=pl.all_horizontal(True, *(pl.col(f"max_half_width_{q}") <= width for q, width in wanted.items()))
@@ -274,6 +283,34 @@ def _power(
                 else chosen.sort([f"max_half_width_{q}" for q in ("trend", "alpha", "alpha_diff")]).row(0, named=True)
             )
             print(f"chosen: {best['design']}, {number(best['cost'])} {unit}")
+
+
+def _adaptive_power(config: dict, answer: Plan, sims: int) -> None:
+    """What the two-stage design of ``study.adaptive`` is expected to place, cost and buy against
+    the fixed design at the same cost (``planner.against_fixed``)."""
+    from axisrl.laws.data import AXES
+    from axisrl.planner import against_fixed
+    from axisrl.report.compact import markdown, number
+
+    settings = config["study"]["adaptive"]
+    two_stage, compared = against_fixed(answer.design, answer.truth, answer.noise, settings, answer.cost, sims)
+    unit = answer.cost.unit.replace("_", "-")
+    budget = "the fixed design's cost" if not settings["budget"] else f"a budget of {number(settings['budget'])} {unit}"
+    print(
+        f"\nadaptive design ({settings['first_seeds']} seeds a point first, then {budget} for the second wave, "
+        f"at most {settings['max_seeds']} a point): {number(two_stage.runs)} runs on average "
+        f"(MC SE {number(two_stage.runs_se)}) for {number(two_stage.cost)} {unit}"
+    )
+    print("expected seeds per point (mean over the simulated studies):")
+    points = two_stage.extra.select(
+        *AXES, sweeps=pl.col("sweeps").list.join(", "), first="first_seeds", extra="extra_seeds"
+    )
+    print(markdown(points.select(pl.all().map_elements(number, return_dtype=pl.String))))
+    print(
+        f"against the fixed design at the same cost ({number(compared['fixed_seeds'][0])} seeds a point, "
+        "interpolated): expected 95 % half-widths"
+    )
+    print(markdown(compared.drop("fixed_seeds").select(pl.all().map_elements(number, return_dtype=pl.String))))
 
 
 def _where(name: str | None) -> None:
@@ -356,6 +393,12 @@ def main(argv: list[str] | None = None) -> int:
         "(alpha, trend, alpha_diff) is at most HALF_WIDTH (repeatable)",
     )
     power.add_argument("--sims", type=_positive_int, default=200, help="simulated studies (default 200)")
+    power.add_argument(
+        "--adaptive",
+        action="store_true",
+        help="also the two-stage design of study.adaptive (budget 0: the fixed design's cost): its expected "
+        "allocation, cost and half-widths against the fixed design at the same cost",
+    )
     where = commands.add_parser("where", help="the rule and the function behind a table, figure or stage")
     where.add_argument("target", nargs="?", help="e.g. fig2, table8, train (default: list them all)")
     args = parser.parse_args(argv)
@@ -369,7 +412,7 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "where":
             _where(args.target)
         elif args.command == "power":
-            _power(args.config, args.noise, args.results, args.budget, args.target, args.sims)
+            _power(args.config, args.noise, args.results, args.budget, args.target, args.sims, args.adaptive)
         else:
             _fit(args.runs, args.episodes, args.out, {"tier": args.tier, "n_boot": args.n_boot, "seed": args.seed})
     except (ArtifactError, ValueError, OSError, pl.exceptions.PolarsError) as exc:

@@ -28,6 +28,8 @@ SCHEMA_VERSION = 1
 KEY_LENGTH = 12
 UNHASHED = "x-hashed"
 """Schema annotation: ``x-hashed: false`` marks an option that changes speed, never results."""
+HASHED_WHEN_ENABLED = "x-hashed-when-enabled"
+"""Schema annotation of a block with an ``enabled`` switch that keys nothing while off."""
 
 
 class ConfigError(ValueError):
@@ -115,9 +117,32 @@ def _cross_checks(cfg: Mapping[str, Any]) -> list[str]:
     shared_seeds = sorted(set(cfg["study"]["seeds"]) & set(extra_seeds))
     if shared_seeds:
         problems.append(f"study.families.axis_sweeps.extra_seeds: {shared_seeds} are already in study.seeds")
+    problems += _adaptive_checks(cfg["study"])
     if dedup["theta"] not in dedup["thetas"]:
         problems.append(f"dedup.theta: {dedup['theta']} is not one of dedup.thetas {dedup['thetas']}")
     return problems + _backend_checks(cfg)
+
+
+def _adaptive_checks(study: Mapping[str, Any]) -> list[str]:
+    """An adaptive design needs axis sweeps to place its waves on, a first wave that holds the seeds
+    every family shares, and room under the cap for a second wave."""
+    adaptive = study["adaptive"]
+    if not adaptive["enabled"]:
+        return []
+    problems = []
+    if not study["families"]["axis_sweeps"]["enabled"]:
+        problems.append("study.adaptive: the waves are the axis sweeps' seeds; enable study.families.axis_sweeps")
+    if adaptive["first_seeds"] < len(study["seeds"]):
+        problems.append(
+            f"study.adaptive.first_seeds: {adaptive['first_seeds']} is fewer than study.seeds "
+            f"({len(study['seeds'])}), which every family's points are trained with"
+        )
+    if adaptive["max_seeds"] <= adaptive["first_seeds"]:
+        problems.append(
+            f"study.adaptive.max_seeds: {adaptive['max_seeds']} leaves no second wave after "
+            f"first_seeds {adaptive['first_seeds']}"
+        )
+    return problems
 
 
 GPU_BACKENDS = {"verl": ("vllm", "hf")}
@@ -226,11 +251,18 @@ def _deep_update(base: dict[str, Any], overlay: Mapping[str, Any]) -> None:
 
 
 def hashed_part(value: Any, schema: Mapping[str, Any]) -> Any:
-    """Drop the options annotated ``x-hashed: false`` (speed-only settings)."""
+    """Drop the options annotated ``x-hashed: false`` (speed-only settings), and the blocks annotated
+    ``x-hashed-when-enabled`` while they are off (a design added later: off, every key stays as it was)."""
     if isinstance(value, dict):
         props = schema.get("properties", {})
-        return {k: hashed_part(v, props.get(k, {})) for k, v in value.items() if props.get(k, {}).get(UNHASHED, True)}
+        return {k: hashed_part(v, props.get(k, {})) for k, v in value.items() if _hashed(v, props.get(k, {}))}
     return value
+
+
+def _hashed(value: Any, schema: Mapping[str, Any]) -> bool:
+    if not schema.get(UNHASHED, True):
+        return False
+    return not (schema.get(HASHED_WHEN_ENABLED) and isinstance(value, dict) and not value.get("enabled"))
 
 
 def _normalise_numbers(value: Any) -> Any:

@@ -220,12 +220,25 @@ def run_key(point_key: str, seed: int) -> str:
     return hashlib.sha256(f"{point_key}:{seed}".encode()).hexdigest()[:12]
 
 
+def seed_sequence(study: Mapping[str, Any], length: int) -> list[int]:
+    """The first ``length`` seeds of the axis sweeps' sequence: ``study.seeds``, its ``extra_seeds``,
+    then on from the largest of them. An adaptive study's first wave is its head
+    (``study.adaptive.first_seeds``); the second wave continues it at each point."""
+    listed = [*study["seeds"], *study["families"]["axis_sweeps"]["extra_seeds"]]
+    start = max(listed, default=-1) + 1
+    return (listed + list(range(start, start + max(0, length - len(listed)))))[:length]
+
+
 def seed_batches(study: Mapping[str, Any], planned: PlannedDesign) -> list[tuple[int, ...]]:
     """The seeds a design is trained with, one batch per train job: ``study.seeds`` for every
     design, and the axis sweeps' ``extra_seeds`` in a second job, so the first job stays the one
-    that other families and the recipe share."""
+    that other families and the recipe share. In an adaptive study the axis sweeps' second job
+    holds the rest of its first wave (the second wave is the allocation's)."""
     batches = [tuple(study["seeds"])]
     extra = study["families"]["axis_sweeps"]["extra_seeds"]
+    adaptive = study.get("adaptive", {})
+    if adaptive.get("enabled"):
+        extra = seed_sequence(study, adaptive["first_seeds"])[len(study["seeds"]) :]
     if extra and "axis_sweeps" in planned.families:
         batches.append(tuple(extra))
     return batches

@@ -18,7 +18,7 @@ offsets set the half-widths.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -27,6 +27,7 @@ import numpy as np
 import polars as pl
 from scipy import optimize
 
+from axisrl import adaptive
 from axisrl.budget import visits_per_run
 from axisrl.laws.axis import axis_ordering, slope_intervals, success_trends
 from axisrl.laws.data import AXES, VALIDATION_TIER
@@ -49,7 +50,7 @@ STATED_NOISE = NoiseModel(
 was seed SD 0.10 with 24 % of seeds not taking off): what the planner assumes without a frame."""
 STATED_CENTRE_SUCCESS = 0.18
 STATED_ALPHA = 0.1
-QUANTITIES = ("alpha", "trend", "alpha_diff")
+QUANTITIES = adaptive.QUANTITIES
 
 
 @dataclass(frozen=True)
@@ -268,6 +269,32 @@ def stated_truth(design: SweepDesign) -> Truth:
     return Truth(curves, dict(design.centre))
 
 
+def headline_intervals(runs: pl.DataFrame, tier: str = TIER) -> list[tuple[str, str, float, float]]:
+    """(quantity, name, lo, hi) of every headline interval a study's runs give, as the laws stage computes them."""
+    rows = []
+    for row in slope_intervals(runs, tier=tier).iter_rows(named=True):
+        rows.append(("alpha", row["axis"], row["alpha_lo"], row["alpha_hi"]))
+    for row in success_trends(runs, tier=tier).iter_rows(named=True):
+        rows.append(("trend", row["axis"], row["slope_lo"], row["slope_hi"]))
+    for row in axis_ordering(runs, tier=tier).iter_rows(named=True):
+        rows.append(("alpha_diff", f"{row['axis_a']} - {row['axis_b']}", row["alpha_diff_lo"], row["alpha_diff_hi"]))
+    return rows
+
+
+def _widths(rows: Sequence[tuple[str, str, float, float]], n_sims: int) -> pl.DataFrame:
+    """Per quantity, over simulated studies' intervals: the expected half-width, its Monte Carlo SE,
+    the 10 % and 90 % quantiles of one study's, and the share of studies whose interval excludes 0."""
+    frame = pl.DataFrame(rows, schema=["quantity", "name", "lo", "hi"], orient="row")
+    half = (pl.col("hi") - pl.col("lo")) / 2
+    return frame.group_by("quantity", "name", maintain_order=True).agg(
+        half_width=half.mean(),
+        half_width_se=half.std() / np.sqrt(n_sims),
+        half_width_q10=half.quantile(0.1, "linear"),
+        half_width_q90=half.quantile(0.9, "linear"),
+        p_decides=((pl.col("lo") > 0) | (pl.col("hi") < 0)).mean(),
+    )
+
+
 def predict(
     design: SweepDesign, truth: Truth, noise: NoiseModel | SweepNoise, n_sims: int = 200, seed: int = 0
 ) -> pl.DataFrame:
@@ -277,23 +304,152 @@ def predict(
     the share of studies whose interval excludes 0 (for an ordering difference: the test decides)."""
     rows = []
     for study in range(n_sims):
-        runs = _simulate(design, truth, noise, seed + study)
-        for row in slope_intervals(runs, tier=TIER).iter_rows(named=True):
-            rows.append(("alpha", row["axis"], row["alpha_lo"], row["alpha_hi"]))
-        for row in success_trends(runs, tier=TIER).iter_rows(named=True):
-            rows.append(("trend", row["axis"], row["slope_lo"], row["slope_hi"]))
-        for row in axis_ordering(runs, tier=TIER).iter_rows(named=True):
-            rows.append(
-                ("alpha_diff", f"{row['axis_a']} - {row['axis_b']}", row["alpha_diff_lo"], row["alpha_diff_hi"])
-            )
-    frame = pl.DataFrame(rows, schema=["quantity", "name", "lo", "hi"], orient="row")
-    half = (pl.col("hi") - pl.col("lo")) / 2
-    return frame.group_by("quantity", "name", maintain_order=True).agg(
-        half_width=half.mean(),
-        half_width_se=half.std() / np.sqrt(n_sims),
-        half_width_q10=half.quantile(0.1, "linear"),
-        half_width_q90=half.quantile(0.9, "linear"),
-        p_decides=((pl.col("lo") > 0) | (pl.col("hi") < 0)).mean(),
+        rows += headline_intervals(_simulate(design, truth, noise, seed + study))
+    return _widths(rows, n_sims)
+
+
+FIRST_WAVE_TIER = "T0"
+"""The tier a simulated first wave's noise is read from: in simulated studies T0 is a draw of its
+own, independent of T2, as the validation tier V is in a real study (simulations draw no V)."""
+
+
+class TwoStage(NamedTuple):
+    """One simulated two-stage study: both waves' runs, the allocation, and the truth's points."""
+
+    runs: pl.DataFrame
+    allocation: adaptive.AllocationResult
+    points: pl.DataFrame
+
+
+def two_stage_study(
+    design: SweepDesign,
+    truth: Truth | Callable[[pl.DataFrame], np.ndarray],
+    noise: NoiseModel | SweepNoise,
+    settings: Mapping[str, Any],
+    cost: RunCost,
+    seed: int,
+) -> TwoStage:
+    """A study of ``design``'s sweeps under ``study.adaptive`` ``settings``: its first wave
+    (``first_seeds`` a point), the allocation ``adaptive.allocate`` makes from that wave's
+    ``FIRST_WAVE_TIER`` success at ``cost``, and the second wave it places. Each point's runs are
+    drawn up to the cap at once and the waves take the seeds they name: a run does not depend on
+    which others are run."""
+    loss = truth.loss if isinstance(truth, Truth) else truth
+    full = simulate_study(
+        loss,
+        grids=design.grids,
+        centre=design.centre,
+        seeds=tuple(range(settings["max_seeds"])),
+        n_tasks=3 * design.episodes,
+        noise=noise,
+        seed=seed,
+        with_episodes=False,
+    )
+    first = full.runs.filter(pl.col("seed") < settings["first_seeds"])
+    study = {
+        "adaptive": settings,
+        "centre": dict(design.centre),
+        "seeds": list(range(settings["first_seeds"])),
+        "families": {"axis_sweeps": {"extra_seeds": []}},
+    }
+    allocation = adaptive.allocate(
+        first,
+        study,
+        lambda points: np.array([cost.per_run(d) for d in points["d_traj"]]),
+        cost.unit,
+        design.episodes,
+        tier=FIRST_WAVE_TIER,
+    )
+    placed = allocation.allocation.select("point_key", seed="seeds").explode("seed").drop_nulls()
+    second = full.runs.join(placed, on=["point_key", "seed"], how="semi")
+    return TwoStage(pl.concat([first, second]), allocation, full.points)
+
+
+class AdaptivePrediction(NamedTuple):
+    """``predict``'s frame for the two-stage design, with the mean runs and cost a study spends and
+    each sweep point's mean extra seeds."""
+
+    predicted: pl.DataFrame
+    runs: float
+    runs_se: float
+    cost: float
+    extra: pl.DataFrame
+
+
+def predict_adaptive(
+    design: SweepDesign,
+    truth: Truth,
+    noise: NoiseModel | SweepNoise,
+    settings: Mapping[str, Any],
+    cost: RunCost,
+    n_sims: int = 200,
+    seed: int = 0,
+) -> AdaptivePrediction:
+    """``predict`` for the two-stage design: ``n_sims`` simulated studies through ``two_stage_study``."""
+    rows, runs, spent, extra = [], [], [], []
+    for study in range(n_sims):
+        simulated = two_stage_study(design, truth, noise, settings, cost, seed + study)
+        rows += headline_intervals(simulated.runs)
+        runs.append(simulated.runs.height)
+        spent.append(float(simulated.allocation.allocation["cost"].sum()))
+        extra.append(simulated.allocation.allocation.select(*AXES, "sweeps", "first_seeds", "extra_seeds", "run_cost"))
+    points = (
+        pl.concat(extra)
+        .group_by(*AXES, maintain_order=True)
+        .agg(
+            pl.col("sweeps").first(),
+            pl.col("first_seeds").mean(),
+            pl.col("extra_seeds").mean(),
+            pl.col("run_cost").mean(),
+        )
+        .sort(*AXES)
+    )
+    first_cost = sum(cost.per_run(d) * n for d, n in zip(points["d_traj"], points["first_seeds"], strict=True))
+    return AdaptivePrediction(
+        _widths(rows, n_sims),
+        float(np.mean(runs)),
+        float(np.std(runs) / np.sqrt(n_sims)),
+        float(first_cost + np.mean(spent)),
+        points,
+    )
+
+
+def against_fixed(
+    design: SweepDesign,
+    truth: Truth,
+    noise: NoiseModel | SweepNoise,
+    settings: Mapping[str, Any],
+    cost: RunCost,
+    n_sims: int = 200,
+) -> tuple[AdaptivePrediction, pl.DataFrame]:
+    """The two-stage design of ``settings`` (``study.adaptive``; budget 0: what the fixed ``design``
+    spends beyond the first wave) against the fixed design at the same cost: per quantity the
+    adaptive half-width, the fixed design's at as many seeds as that cost buys (interpolated
+    linearly between the whole seed counts around it, simulated with the same studies' seeds) and
+    their ratio."""
+    settings = dict(settings)
+    if not settings["budget"]:
+        settings["budget"] = cost.of(design) - cost.of(replace(design, seeds=settings["first_seeds"]))
+    two_stage = predict_adaptive(design, truth, noise, settings, cost, n_sims)
+    seeds = two_stage.cost / cost.of(replace(design, seeds=1))
+    below = max(2, int(np.floor(seeds)))
+    share = float(np.clip(seeds - below, 0.0, 1.0))
+    fixed = [
+        predict(replace(design, seeds=n), truth, noise, n_sims).select("quantity", "name", "half_width")
+        for n in (below, below + 1)
+    ]
+    at_cost = (
+        fixed[0]
+        .join(fixed[1], on=["quantity", "name"], suffix="_above")
+        .select(
+            "quantity", "name", fixed_half_width=(1 - share) * pl.col("half_width") + share * pl.col("half_width_above")
+        )
+    )
+    compared = two_stage.predicted.select("quantity", "name", "half_width", "half_width_se").join(
+        at_cost, on=["quantity", "name"]
+    )
+    return two_stage, compared.with_columns(
+        fixed_seeds=pl.lit(seeds), ratio=pl.col("half_width") / pl.col("fixed_half_width")
     )
 
 
@@ -425,9 +581,10 @@ class RunCost:
         points = [design.centre | {axis: x} for axis, values in design.grids.items() for x in values]
         distinct = {tuple(sorted(p.items())) for p in points}
         pool = self.per_episode * (design.episodes - self.episodes)
-        return design.seeds * sum(self._run(dict(p)["d_traj"]) + pool for p in distinct)
+        return design.seeds * sum(self.per_run(dict(p)["d_traj"]) + pool for p in distinct)
 
-    def _run(self, d_traj: int) -> float:
+    def per_run(self, d_traj: int) -> float:
+        """One run at ``d_traj`` with the measured T2 pool."""
         if self.unit == "gpu_hours":
             from axisrl.cluster_cost import run_gpu_hours
 

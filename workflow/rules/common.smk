@@ -124,15 +124,44 @@ def _strategy_points(path):
     return {point.train.key: point for point in jobs}
 
 
+ADAPTIVE = CONFIG["study"]["adaptive"]["enabled"]
+FIRST_WAVE = [STUDY.points[job] for job in STUDY.first_wave]
+
+
+def second_wave_points():
+    """An adaptive study's second-wave runs, as jobs of one seed each (known once the allocate
+    checkpoint has run; none in a fixed design): train key -> PointJobs."""
+    if not ADAPTIVE:
+        return {}
+    return _second_wave_points(checkpoints.allocate.get().output.second_wave)
+
+
+@functools.cache
+def _second_wave_points(path):
+    import polars as pl
+
+    fields = list(Design.__dataclass_fields__)
+    jobs = [
+        point_jobs(Design(**{f: row[f] for f in fields}), [row["seed"]], STUDY.hashed, STUDY.specs)
+        for row in pl.read_parquet(path).iter_rows(named=True)
+    ]
+    return {point.train.key: point for point in jobs}
+
+
 def point_of_train(key):
-    """A plan point, or else a run the recipe planned."""
-    return TRAIN[key] if key in TRAIN else strategy_points()[key]
+    """A plan point, or else a second-wave run, or else a run the recipe planned (the recipe
+    reads the second wave, so its checkpoint is asked last)."""
+    if key in TRAIN:
+        return TRAIN[key]
+    second = second_wave_points()
+    return second[key] if key in second else strategy_points()[key]
 
 
 def point_of_evaluate(key):
     if key in EVALUATE:
         return EVALUATE[key]
-    return {p.evaluate.key: p for p in strategy_points().values()}[key]
+    second = {p.evaluate.key: p for p in second_wave_points().values()}
+    return second[key] if key in second else {p.evaluate.key: p for p in strategy_points().values()}[key]
 
 
 def episodes_path(point):
@@ -239,12 +268,18 @@ def train_runs_of(point):
     return [f"{RESULTS}/train/{point.train.key}/seed{seed}/runs.parquet" for seed in point.seeds]
 
 
-def all_train_runs():
-    return [path for point in STUDY.points.values() for path in train_runs_of(point)]
-
-
-def all_episodes():
-    return [episodes_path(point) for point in STUDY.points.values()]
+def collect_inputs(wildcards):
+    """The plan and every run's files: the plan's points and, in an adaptive study, the second
+    wave the allocation placed (with its rows of the plan)."""
+    points = [*STUDY.points.values(), *second_wave_points().values()]
+    inputs = {
+        "plan": PLAN_RUNS,
+        "train_runs": [path for point in points for path in train_runs_of(point)],
+        "episodes": [episodes_path(point) for point in points],
+    }
+    if ADAPTIVE:
+        inputs["second_wave"] = checkpoints.allocate.get().output.second_wave
+    return inputs
 
 
 def validate_inputs(wildcards):

@@ -122,11 +122,32 @@ else:
             "../scripts/stage.py"
 
 
+if ADAPTIVE:
+
+    checkpoint allocate:
+        input:
+            plan=PLAN_RUNS,
+            train_runs=[path for p in FIRST_WAVE for path in train_runs_of(p)],
+            episodes=[episodes_path(p) for p in FIRST_WAVE],
+        output:
+            allocation=f"{stage_dir('allocate')}/allocation.parquet",
+            predicted=f"{stage_dir('allocate')}/predicted.parquet",
+            second_wave=f"{stage_dir('allocate')}/second_wave.parquet",
+            table=f"{stage_dir('allocate')}/allocation.md",
+        log:
+            stage_log("allocate"),
+        conda:
+            "../../envs/core.yaml"
+        threads: 1
+        params:
+            **stage_params("allocate"),
+        script:
+            "../scripts/stage.py"
+
+
 rule collect:
     input:
-        plan=PLAN_RUNS,
-        train_runs=all_train_runs(),
-        episodes=all_episodes(),
+        unpack(collect_inputs),
     output:
         runs=f"{COLLECT_DIR}/runs.parquet",
         episodes=f"{COLLECT_DIR}/episodes.parquet",

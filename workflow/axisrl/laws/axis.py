@@ -18,6 +18,7 @@ from typing import NamedTuple
 import numpy as np
 import polars as pl
 import statsmodels.api as sm
+from scipy import stats
 
 from axisrl.laws.data import (
     AXES,
@@ -28,7 +29,7 @@ from axisrl.laws.data import (
     point_statistics,
     usable_runs,
 )
-from axisrl.laws.intervals import linear_interval, pooled_log_loss, slope_coefficients
+from axisrl.laws.intervals import linear_interval, pooled_log_loss, slope_coefficients, t_quantile
 from axisrl.laws.models import (
     ALPHA_BOUNDS,
     ALPHA_GRID,
@@ -157,22 +158,27 @@ def _local_slopes(x: np.ndarray, loss: np.ndarray, var_loss: np.ndarray) -> tupl
 
 
 class _Pooled(NamedTuple):
-    """The seed-pooled points of one sweep: grid values and ``point_statistics``' loss and variance."""
+    """The seed-pooled points of one sweep: grid values and ``point_statistics``' loss and variance,
+    and ``weight_var``, the variance ``alpha`` weighs each point by: ``var_loss`` at the most seeds
+    any point has, so that a point's weight does not depend on how many seeds it got (an adaptive
+    study's second wave), only on its runs' spread. With the same seeds everywhere it is ``var_loss``."""
 
     x: np.ndarray
     loss: np.ndarray
     var_loss: np.ndarray
+    weight_var: np.ndarray
 
 
 def _pooled(arrays: RunArrays, axis: str) -> _Pooled:
     pooled = point_statistics(arrays.point_index, arrays.successes, arrays.trials, arrays.points.height)
-    return _Pooled(arrays.points[axis].to_numpy().astype(np.float64), pooled.loss, pooled.var_loss)
+    at_most_seeds = pooled.var_loss * (pooled.n_seeds / pooled.n_seeds.max())
+    return _Pooled(arrays.points[axis].to_numpy().astype(np.float64), pooled.loss, pooled.var_loss, at_most_seeds)
 
 
 def _slope_coefficients(pooled: _Pooled) -> np.ndarray:
     """``c`` with ``alpha = c @ ln L``: minus the weights of the WLS slope of ``ln L`` on ``ln x``
-    (weights ``1 / var(ln L) = L^2 / var(L)``, as ``fit_power`` weights)."""
-    return -slope_coefficients(np.log(pooled.x), pooled.loss**2 / pooled.var_loss)
+    (weights ``1 / var(ln L) = L^2 / var(L)`` at ``weight_var``, as ``fit_power`` weights)."""
+    return -slope_coefficients(np.log(pooled.x), pooled.loss**2 / pooled.weight_var)
 
 
 class _Slope(NamedTuple):
@@ -187,7 +193,7 @@ class _Slope(NamedTuple):
 def _slope(arrays: RunArrays, pooled: _Pooled) -> _Slope:
     """The log-log slope with the seed-level t-interval of ``intervals``, centred on ``fit_power``'s
     ``alpha`` (the same linear combination, computed by its own arithmetic)."""
-    fit = fit_power(pooled.x, pooled.loss, pooled.var_loss)
+    fit = fit_power(pooled.x, pooled.loss, pooled.weight_var)
     points = pooled_log_loss(arrays.point_index, arrays.successes, arrays.trials, arrays.points.height)
     interval = linear_interval(_slope_coefficients(pooled), points, LEVEL)
     below, above = interval.estimate - interval.lo, interval.hi - interval.estimate
@@ -207,7 +213,7 @@ def _loo_rows(arrays: RunArrays, axis: str, alpha: float) -> list[dict]:
         if kept.points.height < MIN_POINTS["power"]:
             continue
         refit = _pooled(kept, axis)
-        refit_alpha = fit_power(refit.x, refit.loss, refit.var_loss).alpha
+        refit_alpha = fit_power(refit.x, refit.loss, refit.weight_var).alpha
         rows.append(
             {
                 "axis": axis,
@@ -361,7 +367,7 @@ def leave_one_out(
         arrays = RunArrays.from_runs(sweep, [axis])
         if arrays.points.height >= MIN_POINTS["power"]:
             pooled = _pooled(arrays, axis)
-            rows += _loo_rows(arrays, axis, fit_power(pooled.x, pooled.loss, pooled.var_loss).alpha)
+            rows += _loo_rows(arrays, axis, fit_power(pooled.x, pooled.loss, pooled.weight_var).alpha)
     return pl.DataFrame(rows, schema=LOO_SCHEMA)
 
 
@@ -396,7 +402,8 @@ def success_trends(
     runs: pl.DataFrame, axes: Sequence[str] = AXES, *, tier: str = "all", centre: Mapping[str, int] | None = None
 ) -> pl.DataFrame:
     """The fitted trend of held-out success along each sweep: ordinary least squares of every run's
-    success on ``log2 x``, with a t-interval on ``n_runs - 2`` degrees of freedom.
+    success on ``log2 x``, with a t-interval on ``n_runs - 2`` degrees of freedom (a sweep whose
+    points have different seed counts: the same slope over the points' means, ``_unbalanced_trend``).
 
     Whether success rises with an axis is a question about runs, not about the seed-pooled law:
     tiny-backend runs are bimodal (a seed learns or it does not), so the law's few pooled points
@@ -408,22 +415,48 @@ def success_trends(
         n_points = sweep[axis].n_unique()
         if n_points < 2 or sweep.height < 3:
             continue
-        success = (sweep["successes"] / sweep["trials"]).to_numpy()
-        design = sm.add_constant(np.log2(sweep[axis].to_numpy().astype(np.float64)))
-        fit = sm.OLS(success, design).fit()
-        lo, hi = fit.conf_int(1 - LEVEL)[1]
+        if sweep.group_by(axis).len()["len"].n_unique() == 1:
+            success = (sweep["successes"] / sweep["trials"]).to_numpy()
+            design = sm.add_constant(np.log2(sweep[axis].to_numpy().astype(np.float64)))
+            fit = sm.OLS(success, design).fit()
+            lo, hi = fit.conf_int(1 - LEVEL)[1]
+            slope, p_value = float(fit.params[1]), float(fit.pvalues[1])
+        else:
+            slope, lo, hi, p_value = _unbalanced_trend(RunArrays.from_runs(sweep, [axis]), axis)
         rows.append(
             {
                 "axis": axis,
                 "n_runs": sweep.height,
                 "n_points": n_points,
-                "slope": float(fit.params[1]),
+                "slope": slope,
                 "slope_lo": float(lo),
                 "slope_hi": float(hi),
-                "p_value": float(fit.pvalues[1]),
+                "p_value": p_value,
             }
         )
     return pl.DataFrame(rows, schema=TREND_SCHEMA)
+
+
+def _unbalanced_trend(arrays: RunArrays, axis: str) -> tuple[float, float, float, float]:
+    """(slope, lo, hi, p-value) of a sweep whose points have different seed counts (an adaptive
+    study): the least-squares slope of the points' mean success on ``log2 x``, one weight per point,
+    which is what the runs' slope is with the same seeds everywhere (a point with more seeds must
+    not pull the estimand toward itself). Its variance is ``sum_j c_j^2 s^2 / n_j`` with ``s^2`` the
+    seeds' scatter about their points' means pooled over the sweep (at least each point's binomial
+    noise), as the balanced trend pools its residuals, on ``sum_j (n_j - 1)`` degrees of freedom."""
+    n_points = arrays.points.height
+    seeds = np.bincount(arrays.point_index, minlength=n_points).astype(np.float64)
+    success = arrays.successes / arrays.trials
+    mean = np.bincount(arrays.point_index, success, n_points) / seeds
+    scatter = float(np.sum((success - mean[arrays.point_index]) ** 2))
+    dof = float(np.sum(seeds - 1))
+    binomial = mean * (1 - mean) / np.bincount(arrays.point_index, arrays.trials, n_points)
+    variance = np.maximum(scatter / dof / seeds, binomial) if dof else binomial
+    coefficients = slope_coefficients(np.log2(arrays.points[axis].to_numpy().astype(np.float64)), np.ones(n_points))
+    slope, se = float(coefficients @ mean), float(np.sqrt(np.sum(coefficients**2 * variance)))
+    half = t_quantile(LEVEL, max(dof, 1.0)) * se
+    p_value = float(2 * stats.t.sf(abs(slope) / se, max(dof, 1.0))) if se > 0 else float("nan")
+    return slope, slope - half, slope + half, p_value
 
 
 def axis_ordering(

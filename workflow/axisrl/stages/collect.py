@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import polars as pl
@@ -65,17 +65,33 @@ def collect(
     status), and every test episode's success (the task-level bootstrap reads it; validation
     episodes are in the runs' ``p_V`` only, so no law can read them)."""
     planned = read_artifact(inputs["plan"], "plan")
-    trained = pl.concat([read_artifact(p, "train") for p in inputs["train_runs"]], how="diagonal_relaxed")
-    episodes = pl.concat(
-        [read_artifact(p, settings["episodes_stage"]) for p in inputs["episodes"]], how="diagonal_relaxed"
-    )
+    if "second_wave" in inputs:  # an adaptive study: the runs its allocation placed, in the plan's columns
+        planned = pl.concat(
+            [planned.with_columns(wave=pl.lit(1)), read_artifact(inputs["second_wave"], "allocate")],
+            how="diagonal_relaxed",
+        )
+    frame, episodes = collected(planned, inputs["train_runs"], inputs["episodes"], settings["episodes_stage"])
     tested = episodes.filter(pl.col("tier") != VALIDATION_TIER)
-    steps = tested.group_by("run_key").agg(steps_per_trajectory=pl.col("steps").mean())
+    write_artifact(frame, outputs["runs"], spec)
+    write_artifact(tested.select("run_key", "seed", "task_id", "tier", "success"), outputs["episodes"], spec)
+    log.info("collect: %d runs, %d failed", frame.height, int((frame["status"] != "ok").sum()))
+
+
+def collected(
+    planned: pl.DataFrame, train_runs: Sequence[str], episode_files: Sequence[str], episodes_stage: str
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The ``planned`` runs joined with what their train jobs measured and their held-out success
+    per tier, and every held-out episode (V's too) of those jobs."""
+    trained = pl.concat([read_artifact(p, "train") for p in train_runs], how="diagonal_relaxed")
+    episodes = pl.concat([read_artifact(p, episodes_stage) for p in episode_files], how="diagonal_relaxed")
+    steps = (
+        episodes.filter(pl.col("tier") != VALIDATION_TIER)
+        .group_by("run_key")
+        .agg(steps_per_trajectory=pl.col("steps").mean())
+    )
     frame = (
         planned.join(trained.drop("seed"), on="run_key", how="left")
         .join(success_by_tier(episodes), on="run_key", how="left")
         .join(steps, on="run_key", how="left")
     )
-    write_artifact(frame, outputs["runs"], spec)
-    write_artifact(tested.select("run_key", "seed", "task_id", "tier", "success"), outputs["episodes"], spec)
-    log.info("collect: %d runs, %d failed", frame.height, int((frame["status"] != "ok").sum()))
+    return frame, episodes

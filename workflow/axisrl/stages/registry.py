@@ -16,7 +16,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import importlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -280,12 +280,22 @@ STAGES: dict[str, Stage] = {
             "and the backend's own block (`evaluate.vllm` or `evaluate.hf`)",
         ),
         Stage(
+            "allocate",
+            reads=("domain", "study", "train", "resources"),
+            upstream=("plan", "train"),
+            run="adaptive:allocate",
+            derive=lambda read: {**read, "episodes_stage": episodes_stage(read["train"]["backend"])},
+            note="a checkpoint, only in an adaptive study (`study.adaptive.enabled`): its `train` key is a digest of "
+            "the first wave's train keys; the second-wave runs it places are train jobs of one seed each",
+        ),
+        Stage(
             "collect",
             reads=("train.backend",),
-            upstream=("plan", "train"),
+            upstream=("plan", "train", "allocate"),
             run="collect:collect",
             derive=_collect,
-            note="its `train` key is a digest of every point's train (or evaluate) key",
+            note="its `train` key is a digest of every point's train (or evaluate) key; `allocate` in an adaptive "
+            "study (its second wave follows from that key)",
         ),
         Stage("laws", reads=("laws",), upstream=("collect",), run="analysis:laws"),
         Stage(
@@ -339,6 +349,8 @@ class Study(NamedTuple):
     specs: dict[str, StageSpec]
     points: dict[str, PointJobs]
     hashed: dict[str, Any]
+    first_wave: tuple[str, ...] = ()
+    """An adaptive study's first wave: the jobs (keys of ``points``) of the axis sweeps' points."""
 
 
 def point_jobs(
@@ -385,11 +397,19 @@ def study(config: Mapping[str, Any], schema: Mapping[str, Any]) -> Study:
         for batch, seeds in enumerate(seed_batches(config["study"], planned)):
             job = point_key if batch == 0 else f"{point_key}+{batch}"
             points[job] = point_jobs(planned.design, seeds, hashed, specs)
-    digest = hashlib.sha256(",".join(sorted((p.evaluate or p.train).key for p in points.values())).encode())
-    keyed("collect", train=digest.hexdigest()[:12])
+    first_wave: tuple[str, ...] = ()
+    if config["study"]["adaptive"]["enabled"]:
+        first_wave = tuple(job for job in points if "axis_sweeps" in designs[job.split("+")[0]].families)
+        keyed("allocate", train=_digest(points[job] for job in first_wave))
+    keyed("collect", train=_digest(points.values()))
     for name in ("laws", "pricing", "recipe", "validate", "catalog"):
         keyed(name)
-    return Study(specs, points, hashed)
+    return Study(specs, points, hashed, first_wave)
+
+
+def _digest(points: Iterable[PointJobs]) -> str:
+    """One key for many points' jobs: their train (or evaluate) keys, sorted, hashed."""
+    return hashlib.sha256(",".join(sorted((p.evaluate or p.train).key for p in points)).encode()).hexdigest()[:12]
 
 
 def key_table() -> str:

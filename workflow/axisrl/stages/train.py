@@ -78,6 +78,7 @@ def train(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, str
                 "executed_compute": result.compute["rollout_flops"] + result.compute["train_flops"],
                 **planned,
                 **cost_drivers(result.compute, result.timings, horizon),
+                "training_cpu_seconds": sum(result.timings.get(k, 0.0) for k in ("rollout_seconds", "train_seconds")),
                 **effective,
                 **base,
             }
