@@ -11,6 +11,7 @@ import numpy as np
 import polars as pl
 import pytest
 from test_laws_calibration import DESIGN, LAW, intervals, pseudo_truth
+from test_laws_calibration import coverage as fixed_coverage
 
 from axisrl import adaptive
 from axisrl.laws import success_trends
@@ -21,7 +22,7 @@ from axisrl.laws.simulate import simulate_study
 from axisrl.plan import seed_sequence
 from axisrl.planner import FIRST_WAVE_TIER, STATED_NOISE, RunCost, two_stage_study
 
-SETTINGS = {"first_seeds": 2, "budget": 0.0, "max_seeds": 8, "quantities": list(adaptive.QUANTITIES)}
+SETTINGS = {"first_seeds": 3, "budget": 0.0, "max_seeds": 8, "quantities": list(adaptive.QUANTITIES)}
 COST = RunCost("cpu_seconds", base=3.0, per_rollout=0.00195, visits=320)
 """About what a default-study run costs on 2 cores: 8 s at the centre's d_traj 8, 43 s at d_traj 64."""
 FIXED_COST = COST.of(DESIGN)
@@ -139,8 +140,15 @@ def test_two_stage_coverage_150_studies_is_neither_too_narrow_nor_too_wide():
 
 
 @pytest.mark.slow
-def test_two_stage_coverage_1000_studies_within_93_to_97_percent():
-    table = coverage(1000, first_seed=80_000)
+def test_two_stage_coverage_800_studies_is_that_of_the_fixed_design():
+    """Within [0.93, 0.97], or no wider than the fixed design's intervals on the same simulated
+    studies: the seed-level intervals themselves sit at the band's top (0.964-0.975 for the slopes
+    and differences of 1,000 fixed studies from seed 80,000), and the second wave must not move them."""
+    two_stage = coverage(800, first_seed=80_000)
+    fixed = fixed_coverage(800, first_seed=80_000).select("quantity", fixed="coverage", fixed_se="mc_se")
+    table = two_stage.join(fixed, on="quantity")
     with pl.Config(tbl_rows=-1, tbl_width_chars=200):
         print(table)
-    assert table["coverage"].is_between(0.93, 0.97).all(), table
+    assert (table["coverage"] >= 0.93).all(), table
+    ceiling = pl.max_horizontal(pl.lit(0.97), pl.col("fixed") + 2 * pl.col("fixed_se"))
+    assert table.select((pl.col("coverage") <= ceiling).all()).item(), table

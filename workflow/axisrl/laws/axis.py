@@ -18,7 +18,6 @@ from typing import NamedTuple
 import numpy as np
 import polars as pl
 import statsmodels.api as sm
-from scipy import stats
 
 from axisrl.laws.data import (
     AXES,
@@ -29,7 +28,7 @@ from axisrl.laws.data import (
     point_statistics,
     usable_runs,
 )
-from axisrl.laws.intervals import linear_interval, pooled_log_loss, slope_coefficients, t_quantile
+from axisrl.laws.intervals import PointEstimates, linear_interval, pooled_log_loss, slope_coefficients
 from axisrl.laws.models import (
     ALPHA_BOUNDS,
     ALPHA_GRID,
@@ -441,22 +440,24 @@ def _unbalanced_trend(arrays: RunArrays, axis: str) -> tuple[float, float, float
     """(slope, lo, hi, p-value) of a sweep whose points have different seed counts (an adaptive
     study): the least-squares slope of the points' mean success on ``log2 x``, one weight per point,
     which is what the runs' slope is with the same seeds everywhere (a point with more seeds must
-    not pull the estimand toward itself). Its variance is ``sum_j c_j^2 s^2 / n_j`` with ``s^2`` the
-    seeds' scatter about their points' means pooled over the sweep (at least each point's binomial
-    noise), as the balanced trend pools its residuals, on ``sum_j (n_j - 1)`` degrees of freedom."""
+    not pull the estimand toward itself), with the seed-level t-interval of ``intervals``: each
+    point's variance from its own seeds (at least its binomial noise), on Welch-Satterthwaite
+    degrees of freedom. (Pooling the seeds' scatter over the sweep, as the balanced trend pools its
+    residuals, covered 92.9 % of simulated two-stage studies in the sweep whose seeds were placed
+    most unevenly.)"""
     n_points = arrays.points.height
     seeds = np.bincount(arrays.point_index, minlength=n_points).astype(np.float64)
     success = arrays.successes / arrays.trials
     mean = np.bincount(arrays.point_index, success, n_points) / seeds
-    scatter = float(np.sum((success - mean[arrays.point_index]) ** 2))
-    dof = float(np.sum(seeds - 1))
+    scatter = np.bincount(arrays.point_index, (success - mean[arrays.point_index]) ** 2, n_points)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        seed_variance = np.where(seeds > 1, scatter / (seeds - 1) / seeds, 0.0)
     binomial = mean * (1 - mean) / np.bincount(arrays.point_index, arrays.trials, n_points)
-    variance = np.maximum(scatter / dof / seeds, binomial) if dof else binomial
+    measured = seed_variance > binomial
+    points = PointEstimates(mean, np.where(measured, seed_variance, binomial), np.where(measured, seeds - 1, np.inf))
     coefficients = slope_coefficients(np.log2(arrays.points[axis].to_numpy().astype(np.float64)), np.ones(n_points))
-    slope, se = float(coefficients @ mean), float(np.sqrt(np.sum(coefficients**2 * variance)))
-    half = t_quantile(LEVEL, max(dof, 1.0)) * se
-    p_value = float(2 * stats.t.sf(abs(slope) / se, max(dof, 1.0))) if se > 0 else float("nan")
-    return slope, slope - half, slope + half, p_value
+    interval = linear_interval(coefficients, points, LEVEL)
+    return interval.estimate, interval.lo, interval.hi, interval.p_value
 
 
 def axis_ordering(
