@@ -47,6 +47,12 @@ def test_empty_config_gets_every_default_and_hashes_like_the_explicit_default(de
             {"train": {"backend": "verl", "llm": {"model": "/m"}}, "evaluate": {"backend": "vllm"}},
             "study.families.mixtures: the verl backend cannot run it",
         ),
+        ({"study": {"seeds": [0, 1, 2, 3], "adaptive": {"enabled": True}}}, "study.adaptive.first_seeds: 3 is fewer"),
+        ({"study": {"adaptive": {"enabled": True, "max_seeds": 3}}}, "study.adaptive.max_seeds: 3 leaves no second"),
+        (
+            {"study": {"adaptive": {"enabled": True}, "families": {"axis_sweeps": {"enabled": False}}}},
+            "study.adaptive: the waves are the axis sweeps' seeds",
+        ),
     ],
 )
 def test_bad_config_names_the_key_and_the_reason(overlay, named, schema):
@@ -118,3 +124,13 @@ def test_integral_floats_hash_like_ints():
     assert canonical_json({"a": 1.0, "b": [2.0, 0.5]}) == canonical_json({"a": 1, "b": [2, 0.5]})
     assert StageSpec("s", {"x": 1.0}).key == StageSpec("s", {"x": 1}).key
     assert StageSpec("s", {"x": 1}).key != StageSpec("s", {"x": 2}).key
+
+
+def test_an_adaptive_block_that_is_off_keys_nothing(schema):
+    """Off, ``study.adaptive`` is left out of every key, whatever it holds: the fixed study's keys stay."""
+    default = study(validate_config(load_yaml(DEFAULT_CONFIG), schema), schema)
+    overlay = load_yaml(DEFAULT_CONFIG)
+    overlay.setdefault("study", {})["adaptive"] = {"enabled": False, "budget": 500, "first_seeds": 4}
+    off = study(validate_config(overlay, schema), schema)
+    assert {n: s.key for n, s in off.specs.items()} == {n: s.key for n, s in default.specs.items()}
+    assert {j: p.train.key for j, p in off.points.items()} == {j: p.train.key for j, p in default.points.items()}

@@ -14,7 +14,8 @@ from axisrl.targets import FIGURES, TABLES
 from conftest import DEFAULT_CONFIG
 from conftest import ROOT as REPO
 
-STUDY_LEVEL = [name for name in STAGES if name not in ("train", "evaluate", "pretrain")]
+STUDY_LEVEL = [name for name in STAGES if name not in ("train", "evaluate", "pretrain", "allocate")]
+"""Stages with one key per study (allocate reads the speed-only ``resources``, as train does: its test is below)."""
 
 
 @pytest.fixture()
@@ -195,3 +196,17 @@ def test_a_base_is_keyed_by_what_its_job_reads_and_every_run_from_it_covers_its_
     assert unmoved and all(
         study(random, schema).points[job].train.key == fresh.points[job].train.key for job in unmoved
     )
+
+
+def test_an_adaptive_budget_moves_allocate_and_collect_and_no_train_key(config, schema):
+    config["study"]["adaptive"].update(enabled=True, budget=100.0)
+    larger = copy.deepcopy(config)
+    larger["study"]["adaptive"]["budget"] = 400.0
+    small, large = study(config, schema), study(larger, schema)
+    assert small.specs["allocate"].key != large.specs["allocate"].key
+    assert small.specs["collect"].key != large.specs["collect"].key
+    assert {p.train.key for p in small.points.values()} == {p.train.key for p in large.points.values()}
+    assert small.first_wave and all("allocate" not in s.inputs for s in small.specs.values() if s.stage != "collect")
+    fixed = copy.deepcopy(config)
+    fixed["study"]["adaptive"]["enabled"] = False
+    assert "allocate" not in study(fixed, schema).specs
