@@ -31,7 +31,7 @@ import polars as pl
 from scipy import stats
 
 from axisrl.laws.data import AXES, VALIDATION_TIER, clipped_success
-from axisrl.laws.intervals import slope_coefficients, t_quantile
+from axisrl.laws.intervals import slope_coefficients
 from axisrl.laws.models import LEVEL
 from axisrl.plan import seed_sequence
 
@@ -61,16 +61,9 @@ class Quantity(NamedTuple):
     coefficients: np.ndarray
     run_variance: np.ndarray
 
-    def variance(self, seeds: np.ndarray) -> float:
-        return float(np.sum(self.coefficients**2 * self.run_variance / seeds))
-
     def half_width(self, seeds: np.ndarray) -> float:
-        """The expected 95 % half-width: a t quantile on the Welch-Satterthwaite degrees of freedom of
-        the points' own seeds (as ``laws.intervals.linear_interval`` takes it)."""
-        parts = self.coefficients**2 * self.run_variance / seeds
-        used = parts > 0
-        dof = parts.sum() ** 2 / np.sum(parts[used] ** 2 / np.maximum(seeds[used] - 1, 1))
-        return t_quantile(LEVEL, float(dof)) * float(np.sqrt(parts.sum()))
+        """The expected 95 % half-width with ``seeds`` per point (``_half_widths``)."""
+        return float(_half_widths((self.coefficients**2 * self.run_variance)[None, :], seeds)[0])
 
 
 def sweep_points(runs: pl.DataFrame, centre: Mapping[str, int]) -> pl.DataFrame:
@@ -107,7 +100,8 @@ def point_noise(
     seed_var = np.maximum(np.nan_to_num(stats["spread"].to_numpy(), nan=0.0) - binomial_tier, 0.0)
     own_dof = np.maximum(k - 1, 0)
     shrunk = np.empty_like(seed_var)
-    for axis in AXES:
+    for axis in AXES:  # the centre, on every sweep, is shrunk toward the last one's
+
         on = stats["sweeps"].list.contains(axis).to_numpy()
         pooled = float(np.sum(own_dof[on] * seed_var[on]) / max(np.sum(own_dof[on]), 1))
         shrunk[on] = (own_dof[on] * seed_var[on] + PRIOR_DOF * pooled) / (own_dof[on] + PRIOR_DOF)

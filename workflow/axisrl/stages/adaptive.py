@@ -68,6 +68,11 @@ def run_cost(first: pl.DataFrame, settings: Mapping[str, Any]) -> tuple[Callable
 
         return (lambda points: np.array([run_gpu_hours(settings, int(d)) for d in points["d_traj"]])), "gpu_hours"
     ok = first.filter(pl.col("status") == "ok")
+    if "training_cpu_seconds" not in ok.columns or ok["training_cpu_seconds"].is_null().any():
+        raise ValueError(
+            "some first-wave runs were trained before runs recorded their training_cpu_seconds, which the "
+            "allocation prices a run from: rerun their train jobs (snakemake --forcerun train)"
+        )
     held_out = sum(pl.col(c).fill_null(0) for c in ok.columns if c.startswith("n_") and c != "n_all")
     ok = ok.with_columns(seconds=pl.col("training_cpu_seconds") + pl.col("heldout_seconds_per_episode") * held_out)
     rollouts = ok["episodes"].to_numpy().astype(np.float64)
