@@ -157,7 +157,7 @@ def test_same_config_twice_gives_identical_artifact_contents(smoke_run, tmp_path
         assert pl.read_parquet(first[name]).equals(pl.read_parquet(second[name])), name
 
 
-WALL_TIME_SUFFIXES = ("_seconds_per_call", "_per_trajectory", "_seconds_per_episode")
+WALL_TIME_SUFFIXES = ("_seconds_per_call", "_per_trajectory", "_seconds_per_episode", "_cpu_seconds")
 """The measured, machine-dependent columns of ``runs.parquet`` (cost drivers and evaluation time)."""
 
 
