@@ -101,7 +101,6 @@ def point_noise(
     own_dof = np.maximum(k - 1, 0)
     shrunk = np.empty_like(seed_var)
     for axis in AXES:  # the centre, on every sweep, is shrunk toward the last one's
-
         on = stats["sweeps"].list.contains(axis).to_numpy()
         pooled = float(np.sum(own_dof[on] * seed_var[on]) / max(np.sum(own_dof[on]), 1))
         shrunk[on] = (own_dof[on] * seed_var[on] + PRIOR_DOF * pooled) / (own_dof[on] + PRIOR_DOF)
