@@ -34,8 +34,8 @@ def allocate(
 
     planned = read_artifact(inputs["plan"], "plan")
     first, _ = collected(planned, inputs["train_runs"], inputs["episodes"], settings["episodes_stage"])
-    first = first.filter(pl.col("run_key").is_in(_trained_keys(inputs["train_runs"])))
-    first = first.filter(pl.col("families").list.contains(FIRST_WAVE_FAMILY))
+    # the plan's runs that these jobs trained (a failed run has a status too), on the axis sweeps
+    first = first.filter(pl.col("status").is_not_null(), pl.col("families").list.contains(FIRST_WAVE_FAMILY))
     cost, unit = run_cost(first, settings)
     episodes = round(float(first[f"n_{HEADLINE_TIER}"].mean()))
     result = adaptive.allocate(first, settings["study"], cost, unit, episodes)
@@ -53,10 +53,6 @@ def allocate(
         result.budget,
         unit,
     )
-
-
-def _trained_keys(train_runs: list[str]) -> list[str]:
-    return pl.concat([pl.read_parquet(path, columns=["run_key"]) for path in train_runs])["run_key"].to_list()
 
 
 def run_cost(first: pl.DataFrame, settings: Mapping[str, Any]) -> tuple[Callable[[pl.DataFrame], np.ndarray], str]:

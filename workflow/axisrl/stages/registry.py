@@ -392,14 +392,16 @@ def study(config: Mapping[str, Any], schema: Mapping[str, Any]) -> Study:
         keyed(name)
     designs = plan_designs(config["study"])
     check_designs(designs, config["train"])
-    points = {}
+    points, swept = {}, []
     for point_key, planned in designs.items():
         for batch, seeds in enumerate(seed_batches(config["study"], planned)):
             job = point_key if batch == 0 else f"{point_key}+{batch}"
             points[job] = point_jobs(planned.design, seeds, hashed, specs)
+            if "axis_sweeps" in planned.families:
+                swept.append(job)
     first_wave: tuple[str, ...] = ()
     if config["study"]["adaptive"]["enabled"]:
-        first_wave = tuple(job for job in points if "axis_sweeps" in designs[job.split("+")[0]].families)
+        first_wave = tuple(swept)
         keyed("allocate", train=_digest(points[job] for job in first_wave))
     keyed("collect", train=_digest(points.values()))
     for name in ("laws", "pricing", "recipe", "validate", "catalog"):
