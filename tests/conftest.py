@@ -1,5 +1,6 @@
-"""Shared fixtures: the repository's config and schema, and a copy of the workflow in a temp dir; and whether
-this interpreter collects tests/verl (only where verl is installed)."""
+"""Shared fixtures: the repository's config and schema, a copy of the workflow in a temp dir, the smoke study run
+once per test session and shared by every test (and every xdist worker) that only reads it; and whether this
+interpreter collects tests/verl (only where verl is installed)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from filelock import FileLock
 
 from axisrl.config import load_config, load_yaml
 
@@ -18,6 +20,8 @@ ROOT = Path(__file__).resolve().parents[1]
 SCHEMA_PATH = ROOT / "config" / "schema.yaml"
 DEFAULT_CONFIG = ROOT / "config" / "config.yaml"
 SMOKE_CONFIG = ROOT / "config" / "studies" / "smoke.yaml"
+SMOKE = ("--configfile", "config/studies/smoke.yaml")
+"""The smoke preset, as Snakemake's arguments in a workflow copy."""
 
 
 def verl_installed() -> bool:
@@ -31,6 +35,35 @@ def verl_installed() -> bool:
 
 
 collect_ignore = [] if verl_installed() else ["verl"]
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
+    """``-n auto`` (pyproject.toml's addopts): a worker per core and one more. The Slurm and verl tests' worker
+    spends most of its time waiting on other processes (Slurm's status polls, the verl venv's pytest), and the
+    extra worker keeps both cores busy meanwhile. ``PYTEST_XDIST_AUTO_NUM_WORKERS`` still sets the count."""
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return None
+    return len(os.sched_getaffinity(0)) + 1
+
+
+def module_fixture_users(item: pytest.Item) -> bool:
+    """Whether ``item`` uses a module-scoped fixture, which pytest makes once per module and worker."""
+    return any(defs[-1].scope == "module" for defs in item._fixtureinfo.name2fixturedefs.values() if defs)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """How pytest-xdist hands the tests out (``--dist loadgroup``; pyproject.toml asks for a worker per core).
+    A test that uses a module-scoped fixture (a pool, a trained policy, a browser) joins its module's group, so
+    the fixture is made once, on one worker, instead of once per worker; every other test goes out alone. Slow
+    tests come first, so that the long end-to-end studies start early and the short unit tests fill the gaps at
+    the end instead of one study running alone on the last busy worker."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    for item in items:
+        if module_fixture_users(item) and not any(item.iter_markers("xdist_group")):
+            item.add_marker(pytest.mark.xdist_group(item.module.__name__))
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
 @pytest.fixture(scope="session")
@@ -75,6 +108,67 @@ def snakemake(
 @pytest.fixture()
 def workflow_copy(tmp_path: Path) -> Path:
     return copy_workflow(tmp_path)
+
+
+def copy_study(study: Path, dest: Path) -> Path:
+    """A copy of a finished study (workflow, results and Snakemake's metadata, file times kept), so that Snakemake
+    sees its jobs as done there: for a test that changes, kills or reruns part of a study without paying for the
+    jobs before it, and leaves the shared run as it was."""
+    shutil.copytree(study, dest, symlinks=True, dirs_exist_ok=True, ignore=shutil.ignore_patterns(".made", ".failed"))
+    return dest
+
+
+def shared_study(tmp_path_factory: pytest.TempPathFactory, name: str, *args: str) -> Path:
+    """A workflow copy with ``snakemake --cores 2 *args`` run in it once per test session. Under pytest-xdist
+    every worker asks for it: the first makes it in the session's shared temp folder under a file lock, the
+    others wait for the lock and read it, so two workers never write one folder. A run that failed is not
+    made again: every later asker fails with its output. Tests must treat the folder as read-only (a test that
+    writes takes a ``copy_study`` of it)."""
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # the session's folder, above every worker's own
+    folder = root / f"shared-{name}"
+    made, failed = folder / ".made", folder / ".failed"
+    with FileLock(root / f"shared-{name}.lock"):
+        if failed.exists():
+            raise AssertionError(f"the shared {name} study failed in another worker:\n{failed.read_text()}")
+        if not made.exists():
+            folder.mkdir()
+            try:
+                snakemake(copy_workflow(folder), "--cores", "2", *args)
+            except AssertionError as error:
+                failed.write_text(str(error))
+                raise
+            made.touch()
+    return folder
+
+
+@pytest.fixture(scope="session")
+def smoke_study(tmp_path_factory) -> Path:
+    """The whole smoke study (every stage to the report's tables and figures), run once per session."""
+    return shared_study(tmp_path_factory, "smoke", *SMOKE)
+
+
+@pytest.fixture(scope="session")
+def smoke_upstream(tmp_path_factory) -> Path:
+    """The smoke study to ``dedup``, run a second time apart from ``smoke_study`` (its pools are compared with
+    that run's) and the start that tests which kill or break a study copy."""
+    return shared_study(tmp_path_factory, "smoke-upstream", "dedup", *SMOKE)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def one_thread_per_worker():
+    """Under pytest-xdist each worker has a core: torch's in-process work runs on one thread, so that two
+    workers do not each start a thread per core and stall each other. Serial runs keep torch's default."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        yield
+        return
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
 
 
 @pytest.fixture(scope="module")

@@ -31,6 +31,7 @@ def _study(seed: int, seeds: int = 4, noise: NoiseModel | SweepNoise = NOISE) ->
     ).runs
 
 
+@pytest.mark.slow  # simulated studies: 20-70 s each
 def test_the_noise_model_read_from_a_noise_frame_is_the_simulated_one() -> None:
     runs = pl.concat(
         [_study(seed, seeds=12, noise=UNEVEN).with_columns(pl.col("seed") + 100 * seed) for seed in range(3)]
@@ -50,6 +51,7 @@ def test_the_noise_model_read_from_a_noise_frame_is_the_simulated_one() -> None:
     assert truth.centre_loss == pytest.approx(float(-np.log(pooled[0])), rel=0.15)
 
 
+@pytest.mark.slow  # simulated studies: 20-70 s each
 def test_predicted_trend_half_widths_match_fresh_studies() -> None:
     """From a finished (simulated) pilot's noise frame, the planner predicts the trend intervals that
     independent 6-seed studies then report, within 25 %, also for the sweep whose seeds take off
@@ -68,6 +70,7 @@ def test_predicted_trend_half_widths_match_fresh_studies() -> None:
     assert ((both["half_width"] / both["measured"] - 1).abs() < 0.25).all(), both
 
 
+@pytest.mark.slow  # simulated studies: 20-70 s each
 def test_more_seeds_buy_narrower_intervals() -> None:
     truth, model, _ = from_noise_frame(noise_frame(_study(0), ["T2"], take_off=0.1), DEFAULT_CENTRE, 0.1, tier="T2")
     few = predict(SweepDesign(DEFAULT_GRIDS, DEFAULT_CENTRE, 2, 118), truth, model, n_sims=30)
@@ -156,6 +159,7 @@ def test_kappa_intervals_narrow_with_quieter_runs() -> None:
     assert (quiet["p_bounded"] >= noisy["p_bounded"]).all() and quiet["p_bounded"].min() == 1.0
 
 
+@pytest.mark.slow  # simulated studies: 20-70 s each
 def test_the_power_table_of_a_study_with_mixtures() -> None:
     """The ``power`` target's frame: the nine headline rows, then kappa at r = 1 of the three
     representative methods, in one schema."""

@@ -26,6 +26,8 @@ INNER_TIMEOUT_S = 30 * 60
 has hung."""
 MODULES = sorted(path.stem for path in VERL_TESTS.glob("test_*.py"))
 
+pytestmark = pytest.mark.xdist_group("verl-venv")  # one worker builds .venv-verl in the checkout and runs tests/verl
+
 
 @dataclass(frozen=True)
 class InnerTest:
@@ -76,7 +78,9 @@ def verl_run(tmp_path_factory) -> dict[str, list[InnerTest]]:
     venv = ROOT / os.environ.get("VERL_VENV", ".venv-verl")
     scratch = tmp_path_factory.mktemp("verl")
     junit_xml = scratch / "junit.xml"
-    command = [str(venv / "bin" / "python"), "-m", "pytest", str(VERL_TESTS), "-q", "-p", "no:cacheprovider"]
+    # -n 0: the inner run is one worker's test of the outer run, in one process (pyproject's addopts ask for a worker
+    # per core, and the venv sees this environment's pytest-xdist)
+    command = [str(venv / "bin" / "python"), "-m", "pytest", str(VERL_TESTS), "-q", "-p", "no:cacheprovider", "-n", "0"]
     inner = subprocess.run(
         [*command, f"--junitxml={junit_xml}", f"--basetemp={scratch / 'tmp'}"],
         cwd=ROOT,

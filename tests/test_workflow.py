@@ -17,9 +17,8 @@ import yaml
 from axisrl.artifacts import read_meta
 from axisrl.config import StageSpec
 from axisrl.diagnostics import STEP_COLUMNS
-from conftest import copy_workflow, snakemake
+from conftest import SMOKE, copy_study, copy_workflow, snakemake
 
-SMOKE = ("--configfile", "config/studies/smoke.yaml")
 MIXTURES = ("--configfile", "config/studies/smoke.yaml", "config/studies/smoke-mixtures.yaml")
 ACROSS_DOMAINS = ("--configfile", "config/studies/smoke.yaml", "config/studies/smoke-domains.yaml")
 POOLS = ("envs", "tasks", "heldout_envs", "heldout_tasks", "placebo_envs", "placebo_tasks")
@@ -37,14 +36,6 @@ def artifacts(workdir: Path) -> dict[str, Path]:
         (key_dir,) = (workdir / "results" / stage).iterdir()
         found.update({f"{stage}/{name}": key_dir / f"{name}.parquet" for name in names})
     return found
-
-
-@pytest.fixture(scope="module")
-def smoke_run(tmp_path_factory) -> Path:
-    """The smoke study up to dedup and the catalog, run once for the module."""
-    workdir = copy_workflow(tmp_path_factory.mktemp("smoke"))
-    snakemake(workdir, "--cores", "2", *SMOKE)
-    return workdir
 
 
 def test_dry_run_of_the_cluster_study_lists_gpu_train_and_evaluate_jobs(workflow_copy):
@@ -106,52 +97,50 @@ def test_nested_config_flag_values_work(workflow_copy):
 
 
 @pytest.mark.slow
-def test_smoke_study_writes_readable_artifacts_with_their_config(smoke_run):
-    found = artifacts(smoke_run)
+def test_smoke_study_writes_readable_artifacts_with_their_config(smoke_study):
+    found = artifacts(smoke_study)
     for name, path in found.items():
         frame = pl.read_parquet(path)
         assert frame.height > 0, name
         meta = read_meta(path)
         assert StageSpec(meta.stage, meta.config, meta.inputs).key == meta.key == path.parent.name
     synth_meta = read_meta(found["synthesize/envs"])
-    smoke = yaml.safe_load((smoke_run / "config/studies/smoke.yaml").read_text())
+    smoke = yaml.safe_load((smoke_study / "config/studies/smoke.yaml").read_text())
     assert synth_meta.config["synthesize"]["n_worlds"] == smoke["synthesize"]["n_worlds"]
     dedup_meta = read_meta(found["dedup/tasks"])
     assert dedup_meta.inputs == {"synthesize": synth_meta.key, "embed": read_meta(found["embed/task_embeddings"]).key}
-    listed = pl.read_parquet(smoke_run / "results" / "catalog.parquet")
-    assert set(listed["path"].str.replace(str(smoke_run) + "/", "", literal=True)) >= {
-        str(p.relative_to(smoke_run)) for p in found.values()
+    listed = pl.read_parquet(smoke_study / "results" / "catalog.parquet")
+    assert set(listed["path"].str.replace(str(smoke_study) + "/", "", literal=True)) >= {
+        str(p.relative_to(smoke_study)) for p in found.values()
     }
 
 
 @pytest.mark.slow
-def test_cli_reads_the_artifacts(smoke_run):
-    path = artifacts(smoke_run)["dedup/pool_stats"]
+def test_cli_reads_the_artifacts(smoke_study):
+    path = artifacts(smoke_study)["dedup/pool_stats"]
     done = subprocess.run([sys.executable, "-m", "axisrl.cli", "show", str(path)], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert "stage dedup" in done.stdout and "jaccard_tools" in done.stdout
     done = subprocess.run(
-        [sys.executable, "-m", "axisrl.cli", "catalog", str(smoke_run / "results")], capture_output=True, text=True
+        [sys.executable, "-m", "axisrl.cli", "catalog", str(smoke_study / "results")], capture_output=True, text=True
     )
     assert done.returncode == 0 and "synthesize" in done.stdout
 
 
 @pytest.mark.slow
-def test_dedup_change_reruns_dedup_only(smoke_run):
-    overlay = smoke_run / "thetas.yaml"
+def test_dedup_change_reruns_dedup_only(smoke_study, tmp_path):
+    overlay = tmp_path / "thetas.yaml"
     overlay.write_text(yaml.safe_dump({"dedup": {"thetas": [0.1, 0.15], "theta": 0.1}}))
-    done = snakemake(smoke_run, "-n", "--cores", "1", *SMOKE, str(overlay))  # --configfile takes several files
+    done = snakemake(smoke_study, "-n", "--cores", "1", *SMOKE, str(overlay))  # --configfile takes several files
     assert "rule dedup:" in done.stdout
     assert "rule synthesize:" not in done.stdout and "rule embed:" not in done.stdout
-    unchanged = snakemake(smoke_run, "-n", "--cores", "1", *SMOKE)
+    unchanged = snakemake(smoke_study, "-n", "--cores", "1", *SMOKE)
     assert "Nothing to be done" in unchanged.stdout
 
 
 @pytest.mark.slow
-def test_same_config_twice_gives_identical_artifact_contents(smoke_run, tmp_path):
-    again = copy_workflow(tmp_path)
-    snakemake(again, "dedup", "--cores", "2", *SMOKE)
-    first, second = artifacts(smoke_run), artifacts(again)
+def test_same_config_twice_gives_identical_artifact_contents(smoke_study, smoke_upstream):
+    first, second = artifacts(smoke_study), artifacts(smoke_upstream)
     for name in first:
         assert first[name].parent.name == second[name].parent.name
         assert pl.read_parquet(first[name]).equals(pl.read_parquet(second[name])), name
@@ -162,18 +151,18 @@ WALL_TIME_SUFFIXES = ("_seconds_per_call", "_per_trajectory", "_seconds_per_epis
 
 
 @pytest.mark.slow
-def test_same_run_key_twice_gives_identical_metrics_and_parameters(smoke_run, tmp_path):
+def test_same_run_key_twice_gives_identical_metrics_and_parameters(smoke_study, smoke_upstream, tmp_path):
     """Training is deterministic per run key: a GRPO and a PPO grid point trained again from scratch
-    in another folder, in fresh processes instead of the warm server's children, give bit-identical
-    metrics and parameter hashes."""
-    (collect_dir,) = (smoke_run / "results" / "collect").iterdir()
+    in another folder (from the pools of the second upstream run), in fresh processes instead of the
+    warm server's children, give bit-identical metrics and parameter hashes."""
+    (collect_dir,) = (smoke_study / "results" / "collect").iterdir()
     runs = pl.read_parquet(collect_dir / "runs.parquet")
-    again = copy_workflow(tmp_path)
+    again = copy_study(smoke_upstream, tmp_path)
     for algo in ("grpo", "ppo"):
         point = runs.filter(pl.col("algo") == algo)["point_key"][0]
         train_dirs = [
             d
-            for d in (smoke_run / "results" / "train").iterdir()
+            for d in (smoke_study / "results" / "train").iterdir()
             if pl.read_parquet(d / "runs.parquet")["run_key"]
             .is_in(runs.filter(pl.col("point_key") == point)["run_key"].implode())
             .all()
@@ -182,18 +171,17 @@ def test_same_run_key_twice_gives_identical_metrics_and_parameters(smoke_run, tm
         for train_dir in train_dirs:  # an axis-sweep point has a second job for its extra seeds
             target = f"results/train/{train_dir.name}/runs.parquet"
             snakemake(again, target, "--cores", "2", *SMOKE, env={"AXISRL_WARM": "0"})
-            first, second = (pl.read_parquet(root / target) for root in (smoke_run, again))
+            first, second = (pl.read_parquet(root / target) for root in (smoke_study, again))
             assert first["param_hash"].to_list() == second["param_hash"].to_list(), algo
             deterministic = [c for c in first.columns if not c.endswith(WALL_TIME_SUFFIXES) and c != "utilization"]
             assert first.select(deterministic).equals(second.select(deterministic)), algo
             metrics = target.replace("runs.parquet", "metrics.parquet")
-            assert pl.read_parquet(smoke_run / metrics).equals(pl.read_parquet(again / metrics)), algo
+            assert pl.read_parquet(smoke_study / metrics).equals(pl.read_parquet(again / metrics)), algo
 
 
 @pytest.mark.slow
-def test_corrupt_upstream_gives_one_error_line_and_no_partial_output(smoke_run, tmp_path):
-    workdir = copy_workflow(tmp_path)
-    snakemake(workdir, "dedup", "--cores", "2", *SMOKE)
+def test_corrupt_upstream_gives_one_error_line_and_no_partial_output(smoke_upstream, tmp_path):
+    workdir = copy_study(smoke_upstream, tmp_path)
     found = artifacts(workdir)
     envs = found["synthesize/envs"]
     envs.write_bytes(envs.read_bytes()[:200])
@@ -209,9 +197,9 @@ def test_corrupt_upstream_gives_one_error_line_and_no_partial_output(smoke_run, 
 
 
 @pytest.mark.slow
-def test_smoke_study_collects_one_row_per_planned_run(smoke_run):
-    (plan_dir,) = (smoke_run / "results" / "plan").iterdir()
-    (collect_dir,) = (smoke_run / "results" / "collect").iterdir()
+def test_smoke_study_collects_one_row_per_planned_run(smoke_study):
+    (plan_dir,) = (smoke_study / "results" / "plan").iterdir()
+    (collect_dir,) = (smoke_study / "results" / "collect").iterdir()
     planned = pl.read_parquet(plan_dir / "runs.parquet")
     runs = pl.read_parquet(collect_dir / "runs.parquet")
     assert runs.height == planned.height > 0
@@ -219,7 +207,7 @@ def test_smoke_study_collects_one_row_per_planned_run(smoke_run):
     assert (runs["status"] == "ok").all()
     assert runs["p_T2"].is_between(0, 1).all() and runs["n_T2"].min() > 0
     assert (runs["env_steps"] > 0).all() and (runs["rollout_flops"] > 0).all()
-    trained = list((smoke_run / "results" / "train").iterdir())
+    trained = list((smoke_study / "results" / "train").iterdir())
     on_sweeps = planned.filter(pl.col("families").list.contains("axis_sweeps"))
     assert len(trained) == planned["point_key"].n_unique() + on_sweeps["point_key"].n_unique()  # extra_seeds' jobs
     assert (
@@ -245,9 +233,9 @@ def test_smoke_study_collects_one_row_per_planned_run(smoke_run):
 
 
 @pytest.mark.slow
-def test_table9_accounts_for_every_sweep_point(smoke_run):
-    table = pl.read_csv(smoke_run / "results" / "tables" / "table9.csv")
-    smoke = yaml.safe_load((smoke_run / "config" / "studies" / "smoke.yaml").read_text())
+def test_table9_accounts_for_every_sweep_point(smoke_study):
+    table = pl.read_csv(smoke_study / "results" / "tables" / "table9.csv")
+    smoke = yaml.safe_load((smoke_study / "config" / "studies" / "smoke.yaml").read_text())
     d_env = table.filter(pl.col("row") == "axis_sweeps:d_env")
     assert d_env["d_env"].to_list() == smoke["study"]["grids"]["d_env"]
     train = smoke["train"]
@@ -258,13 +246,12 @@ def test_table9_accounts_for_every_sweep_point(smoke_run):
     assert (fixed["updates"] == train["updates"]).all()
     assert (fixed["charged_compute"] > 0).all() and (fixed["executed_over_charged"] > 0).all()
     assert set(table["row"]) >= {f"axis_sweeps:{axis}" for axis in ("d_env", "d_task", "d_traj")}
-    assert (smoke_run / "results" / "tables" / "table9.md").read_text().startswith("# Table 9")
+    assert (smoke_study / "results" / "tables" / "table9.md").read_text().startswith("# Table 9")
 
 
 @pytest.mark.slow
-def test_killed_study_resumes_without_retraining_finished_runs(tmp_path):
-    workdir = copy_workflow(tmp_path)
-    snakemake(workdir, "dedup", "--cores", "2", *SMOKE)
+def test_killed_study_resumes_without_retraining_finished_runs(smoke_upstream, tmp_path):
+    workdir = copy_study(smoke_upstream, tmp_path / "study")
     log = (tmp_path / "study.log").open("w")
     study = subprocess.Popen(
         [sys.executable, "-m", "snakemake", "--cores", "1", *SMOKE],
@@ -290,7 +277,7 @@ def test_killed_study_resumes_without_retraining_finished_runs(tmp_path):
 
 
 @pytest.mark.slow
-def test_a_study_across_domains_runs_each_as_its_own_and_sets_them_side_by_side(smoke_run, tmp_path):
+def test_a_study_across_domains_runs_each_as_its_own_and_sets_them_side_by_side(smoke_study, tmp_path):
     """``domains:`` runs the smoke study once per domain, each with the keys its own config has (the
     toolworld one is the plain smoke study, key for key): the learner acts through each domain's
     compact view and starts from a base cloned on that domain's pretraining pool. One job writes
@@ -308,7 +295,7 @@ def test_a_study_across_domains_runs_each_as_its_own_and_sets_them_side_by_side(
         assert runs["p_T2"].is_between(0, 1).all() and (runs["env_steps"] > 0).all()
         from_base = runs.filter(pl.col("base_param_hash").is_not_null())
         assert from_base.height > 0 and from_base["p_V_base"].is_between(0, 1).all()
-    (alone,) = (smoke_run / "results" / "collect").iterdir()
+    (alone,) = (smoke_study / "results" / "collect").iterdir()
     assert (workdir / "domains" / "toolworld" / "results" / "collect" / alone.name).is_dir()
     side = workdir / "results" / "domains"
     table2 = pl.read_csv(side / "table2.csv")
@@ -324,92 +311,91 @@ def test_a_study_across_domains_runs_each_as_its_own_and_sets_them_side_by_side(
 
 
 @pytest.mark.slow
-def test_laws_tables_and_figures_of_the_smoke_study(smoke_run):
+def test_laws_tables_and_figures_of_the_smoke_study(smoke_study):
     """Every laws frame, table and figure is written; analyses the smoke study cannot do say so."""
     from axisrl.targets import LAW_FRAMES, LAW_TABLES
 
-    (laws_dir,) = (smoke_run / "results" / "laws").iterdir()
+    (laws_dir,) = (smoke_study / "results" / "laws").iterdir()
     assert {p.stem for p in laws_dir.iterdir()} == set(LAW_FRAMES)
     fits = pl.read_parquet(laws_dir / "axis_fits.parquet")
     assert (fits["status"] == "too_few_points").all()  # the smoke grids have 2 points per axis
     assert fits["reason"].str.contains("a fit needs at least 3").all()
     assert pl.read_parquet(laws_dir / "table8.parquet")["status"].to_list() == ["not_run"]
     for name in (*LAW_TABLES, "table9"):
-        assert (smoke_run / "results" / "tables" / f"{name}.md").read_text().startswith("# Table")
-    power = pl.read_csv(smoke_run / "results" / "tables" / "power.csv")  # 2-point sweeps: the planner says why not
+        assert (smoke_study / "results" / "tables" / f"{name}.md").read_text().startswith("# Table")
+    power = pl.read_csv(smoke_study / "results" / "tables" / "power.csv")  # 2-point sweeps: the planner says why not
     assert power["status"].to_list() == ["not_run"] and "a sweep's line needs 3" in power["reason"][0]
     noise = pl.read_parquet(laws_dir / "noise.parquet")  # two points per axis, four tiers and V
     assert noise.height == 30 and set(noise["tier"]) == {"T0", "T1", "T2", "all", "V"}
     for name in ("fig2", "fig3", "fig_noise"):
-        png = smoke_run / "results" / "figures" / f"{name}.png"
+        png = smoke_study / "results" / "figures" / f"{name}.png"
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and (png.with_suffix(".pdf")).stat().st_size > 0
 
 
 @pytest.mark.slow
-def test_a_fit_option_reruns_the_analysis_only(smoke_run):
-    planned = snakemake(smoke_run, "-n", "--cores", "1", *SMOKE, "--config", "laws={n_boot: 100}")
+def test_a_fit_option_reruns_the_analysis_only(smoke_study):
+    planned = snakemake(smoke_study, "-n", "--cores", "1", *SMOKE, "--config", "laws={n_boot: 100}")
     jobs = {line.split()[0] for line in planned.stdout.split("Job stats:")[1].splitlines()[2:] if line.strip()}
     assert "laws" in jobs and not jobs & {"train", "collect", "synthesize", "dedup"}
 
 
 @pytest.mark.slow
-def test_without_mixtures_pricing_says_not_run(smoke_run):
-    (pricing_dir,) = (smoke_run / "results" / "pricing").iterdir()
+def test_without_mixtures_pricing_says_not_run(smoke_study):
+    (pricing_dir,) = (smoke_study / "results" / "pricing").iterdir()
     assert pl.read_parquet(pricing_dir / "table3.parquet")["status"].to_list() == ["not_run"]
-    assert not (smoke_run / "results" / "sources").exists()  # a study without mixtures never synthesizes them
+    assert not (smoke_study / "results" / "sources").exists()  # a study without mixtures never synthesizes them
 
 
 @pytest.mark.slow
-def test_mixtures_flow_from_sources_to_pricing_tables_and_figure4(tmp_path):
+def test_mixtures_flow_from_sources_to_pricing_tables_and_figure4(smoke_upstream, tmp_path):
     """Synthetic sources carry their source through dedup and training; pricing writes a row per
     source (saying why, where the smoke grid is too small for a fit) and Figure 4 is drawn."""
     from axisrl.targets import PRICING_FRAMES, PRICING_TABLES
 
-    smoke_run = copy_workflow(tmp_path)
-    snakemake(smoke_run, "--cores", "2", *MIXTURES)
+    workdir = copy_study(smoke_upstream, tmp_path)  # the real pools are the smoke study's, key for key
+    snakemake(workdir, "--cores", "2", *MIXTURES)
 
-    (sources_dir,) = (smoke_run / "results" / "dedup_sources").iterdir()
+    (sources_dir,) = (workdir / "results" / "dedup_sources").iterdir()
     tasks = pl.read_parquet(sources_dir / "synthetic_tasks.parquet")
     assert set(tasks["source"]) == {"awm"} and "keep" in tasks.columns
-    (collect_dir,) = (smoke_run / "results" / "collect").iterdir()
+    (collect_dir,) = (workdir / "results" / "collect").iterdir()
     runs = pl.read_parquet(collect_dir / "runs.parquet")
     swirl = runs.filter(pl.col("source") == "swirl")
     assert (swirl["synthetic_episodes"] > 0).all() and (swirl["d_traj_synthetic"] == swirl["ratio"] * 2).all()
     awm = runs.filter(pl.col("source") == "awm")
     assert (awm["distinct_envs_seen"] > 1).all()  # the real environment and synthetic ones
-    (pricing_dir,) = (smoke_run / "results" / "pricing").iterdir()
+    (pricing_dir,) = (workdir / "results" / "pricing").iterdir()
     assert {p.stem for p in pricing_dir.iterdir()} == set(PRICING_FRAMES)
     pricing = pl.read_parquet(pricing_dir / "pricing.parquet")
     assert sorted(pricing["source"]) == ["awm", "swirl"]
     assert (pricing["kappa_status"] == "too few real-only grid points").all()  # 1x and 2x only: no law
     assert (pricing["collapse_status"].str.contains("too few ratios")).all()  # 2 ratios: no logistic fit
     for name in PRICING_TABLES:
-        assert (smoke_run / "results" / "tables" / f"{name}.md").read_text().startswith("# Table")
-    png = smoke_run / "results" / "figures" / "fig4.png"
+        assert (workdir / "results" / "tables" / f"{name}.md").read_text().startswith("# Table")
+    png = workdir / "results" / "figures" / "fig4.png"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def test_editing_a_script_shim_does_not_rerun_the_study(smoke_run):
-    script = smoke_run / "workflow" / "scripts" / "stage.py"
-    original = script.read_text()
-    script.write_text(original + "# an edit that changes nothing\n")
-    try:
-        assert "Nothing to be done" in snakemake(smoke_run, "-n", *SMOKE).stdout
-        # the trigger the default profile leaves out would have rerun every train job
-        assert "rule train:" in snakemake(smoke_run, "-n", "--rerun-triggers", "code", *SMOKE).stdout
-    finally:
-        script.write_text(original)
+@pytest.mark.slow
+def test_editing_a_script_shim_does_not_rerun_the_study(smoke_study, tmp_path):
+    workdir = copy_study(smoke_study, tmp_path)
+    script = workdir / "workflow" / "scripts" / "stage.py"
+    script.write_text(script.read_text() + "# an edit that changes nothing\n")
+    assert "Nothing to be done" in snakemake(workdir, "-n", *SMOKE).stdout
+    # the trigger the default profile leaves out would have rerun every train job
+    assert "rule train:" in snakemake(workdir, "-n", "--rerun-triggers", "code", *SMOKE).stdout
 
 
-def test_a_setting_that_never_changes_results_reruns_nothing(smoke_run):
+@pytest.mark.slow
+def test_a_setting_that_never_changes_results_reruns_nothing(smoke_study, tmp_path):
     """An unhashed setting (here the embedding batch size) is handed to its job but moves no key,
     and Snakemake's params trigger does not see it: nothing reruns. A hashed one still reruns."""
-    unhashed = smoke_run / "unhashed.yaml"
+    unhashed = tmp_path / "unhashed.yaml"
     unhashed.write_text("dedup: {embedding: {batch_size: 7}}\n")
-    assert "Nothing to be done" in snakemake(smoke_run, "-n", *SMOKE, str(unhashed)).stdout
-    hashed = smoke_run / "hashed.yaml"
+    assert "Nothing to be done" in snakemake(smoke_study, "-n", *SMOKE, str(unhashed)).stdout
+    hashed = tmp_path / "hashed.yaml"
     hashed.write_text("dedup: {thetas: [0.05, 0.1, 0.15, 0.2, 0.25, 0.3]}\n")
-    assert "rule dedup:" in snakemake(smoke_run, "-n", *SMOKE, str(hashed)).stdout
+    assert "rule dedup:" in snakemake(smoke_study, "-n", *SMOKE, str(hashed)).stdout
 
 
 def _train_jobs_running(session: int) -> list[int]:
@@ -431,11 +417,10 @@ def _train_jobs_running(session: int) -> list[int]:
 
 
 @pytest.mark.slow
-def test_a_train_job_killed_from_outside_is_retried(tmp_path):
+def test_a_train_job_killed_from_outside_is_retried(smoke_upstream, tmp_path):
     """What a node failure, an OOM kill or a preemption does: the job dies without a word; the
     profile's ``retries`` resubmit it and the study finishes with every run trained."""
-    workdir = copy_workflow(tmp_path)
-    snakemake(workdir, "dedup", "--cores", "2", *SMOKE)
+    workdir = copy_study(smoke_upstream, tmp_path / "study")
     log_path = tmp_path / "study.log"
     study = subprocess.Popen(
         [sys.executable, "-m", "snakemake", "collect", "--cores", "1", "--retries", "1", *SMOKE],
@@ -462,8 +447,8 @@ RECIPE = ("--configfile", "config/studies/smoke.yaml", "config/studies/smoke-rec
 
 
 @pytest.mark.slow
-def test_recipe_preregisters_trains_and_validates_its_strategies(tmp_path):
-    workdir = copy_workflow(tmp_path)
+def test_recipe_preregisters_trains_and_validates_its_strategies(smoke_upstream, tmp_path):
+    workdir = copy_study(smoke_upstream, tmp_path)  # the pools are the smoke study's, key for key
     snakemake(workdir, "--cores", "2", *RECIPE)
     (recipe_dir,) = (workdir / "results" / "recipe").iterdir()
     (validate_dir,) = (workdir / "results" / "validate").iterdir()
@@ -509,8 +494,8 @@ def _train_outputs(workdir: Path) -> dict[Path, int]:
 
 
 @pytest.mark.slow
-def test_an_adaptive_study_places_a_second_wave_and_a_larger_budget_only_adds_runs(tmp_path):
-    workdir = copy_workflow(tmp_path)
+def test_an_adaptive_study_places_a_second_wave_and_a_larger_budget_only_adds_runs(smoke_upstream, tmp_path):
+    workdir = copy_study(smoke_upstream, tmp_path)  # the pools are the smoke study's, key for key
     snakemake(workdir, "--cores", "2", *ADAPTIVE)
     (allocate_dir,) = (workdir / "results" / "allocate").iterdir()
     allocation = pl.read_parquet(allocate_dir / "allocation.parquet")

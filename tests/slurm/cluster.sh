@@ -2,6 +2,7 @@
 # A private single-node Slurm for tests (Debian/Ubuntu): munge, slurmctld and slurmd on loopback,
 # partitions `cpu` (default) and `gpu`, one fake GPU (gres.conf File=/dev/null), no accounting.
 #
+#   tests/slurm/cluster.sh install install the packages if missing (CI does this as a phase of its own)
 #   tests/slurm/cluster.sh up      install the packages if missing, write the config, start the daemons,
 #                                  wait until the node is idle (a no-op where it is already up)
 #   tests/slurm/cluster.sh down    cancel this cluster's jobs, stop the daemons this script started
@@ -332,6 +333,13 @@ status() {
 }
 
 case ${1:-} in
+    install)
+        if [[ $(id -u) != 0 ]]; then
+            say "SKIP: installing Slurm needs root"
+            exit $SKIP
+        fi
+        install
+        ;;
     up) up ;;
     down) down ;;
     status) status ;;
@@ -341,7 +349,7 @@ case ${1:-} in
         ;;
     logs) show_logs ;;
     *)
-        echo "usage: $0 up|down|status|env|logs" >&2
+        echo "usage: $0 install|up|down|status|env|logs" >&2
         exit 2
         ;;
 esac

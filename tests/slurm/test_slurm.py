@@ -21,15 +21,14 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from conftest import copy_workflow, snakemake
+from conftest import SMOKE, copy_workflow, snakemake
 
-pytestmark = [pytest.mark.slurm, pytest.mark.slow]
+pytestmark = [pytest.mark.slurm, pytest.mark.slow, pytest.mark.xdist_group("slurm")]  # one cluster, one worker
 
 CLUSTER = Path(__file__).with_name("cluster.sh")
 CANNOT_SET_UP = 77
 """cluster.sh's exit status where Slurm is missing and cannot be installed."""
 PROFILE = ("--profile", "workflow/profiles/slurm-ci")
-SMOKE = ("--configfile", "config/studies/smoke.yaml")
 SUBMITTED = re.compile(r"has been submitted with SLURM jobid (\d+) \(log: \S*/slurm_logs/rule_([^/]+)/")
 
 
@@ -131,12 +130,10 @@ def slurm_run(cluster, tmp_path_factory) -> SlurmRun:
 
 
 @pytest.fixture(scope="module")
-def local_run(cluster, tmp_path_factory) -> Path:
-    """The same study up to collect with the local executor (it asks for the cluster only so that it
-    is skipped along with the Slurm tests)."""
-    workdir = copy_workflow(tmp_path_factory.mktemp("local"))
-    snakemake(workdir, "collect", "--cores", "2", *SMOKE)
-    return workdir
+def local_run(cluster, smoke_study) -> Path:
+    """The same study with the local executor: the session's shared smoke study (it asks for the cluster
+    only so that it is skipped along with the Slurm tests)."""
+    return smoke_study
 
 
 def test_train_jobs_ran_on_the_gpu_partition_with_a_gpu_and_the_rest_on_cpu(slurm_run):
