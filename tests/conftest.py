@@ -48,7 +48,8 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
 
 def module_fixture_users(item: pytest.Item) -> bool:
     """Whether ``item`` uses a module-scoped fixture, which pytest makes once per module and worker."""
-    return any(defs[-1].scope == "module" for defs in item._fixtureinfo.name2fixturedefs.values() if defs)
+    info = getattr(item, "_fixtureinfo", None)  # test functions have it; other items (doctests) share nothing
+    return info is not None and any(defs[-1].scope == "module" for defs in info.name2fixturedefs.values() if defs)
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -56,14 +57,17 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """How pytest-xdist hands the tests out (``--dist loadgroup``; pyproject.toml asks for a worker per core).
     A test that uses a module-scoped fixture (a pool, a trained policy, a browser) joins its module's group, so
     the fixture is made once, on one worker, instead of once per worker; every other test goes out alone. Slow
-    tests come first, so that the long end-to-end studies start early and the short unit tests fill the gaps at
-    the end instead of one study running alone on the last busy worker."""
+    groups come first (a trained module, the Slurm cluster, the verl venv: the longest units), then slow tests,
+    so that the long work starts early and the short unit tests fill the gaps at the end instead of one study
+    running alone on the last busy worker."""
     if not os.environ.get("PYTEST_XDIST_WORKER"):
         return
     for item in items:
         if module_fixture_users(item) and not any(item.iter_markers("xdist_group")):
             item.add_marker(pytest.mark.xdist_group(item.module.__name__))
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+    items.sort(
+        key=lambda item: (item.get_closest_marker("slow") is None, item.get_closest_marker("xdist_group") is None)
+    )
 
 
 @pytest.fixture(scope="session")
