@@ -38,7 +38,7 @@ collect_ignore = [] if verl_installed() else ["verl"]
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
-    """``-n auto`` (pyproject.toml's addopts): a worker per core and one more. The Slurm and verl tests' worker
+    """``-n auto``: a worker per core and one more. The Slurm and verl tests' worker
     spends most of its time waiting on other processes (Slurm's status polls, the verl venv's pytest), and the
     extra worker keeps both cores busy meanwhile. ``PYTEST_XDIST_AUTO_NUM_WORKERS`` still sets the count."""
     if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
@@ -54,7 +54,7 @@ def module_fixture_users(item: pytest.Item) -> bool:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """How pytest-xdist hands the tests out (``--dist loadgroup``; pyproject.toml asks for a worker per core).
+    """How pytest-xdist hands the tests out (``--dist loadgroup --no-loadscope-reorder``: README, Test).
     A test that uses a module-scoped fixture (a pool, a trained policy, a browser) joins its module's group, so
     the fixture is made once, on one worker, instead of once per worker; every other test goes out alone. Slow
     groups come first (a trained module, the Slurm cluster, the verl venv: the longest units), then slow tests,
@@ -162,8 +162,8 @@ def smoke_upstream(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session", autouse=True)
 def one_thread_per_worker():
-    """Under pytest-xdist each worker has a core: torch's in-process work runs on one thread, so that two
-    workers do not each start a thread per core and stall each other. Serial runs keep torch's default."""
+    """Under pytest-xdist the workers share the cores: torch's in-process work runs on one thread a worker, so
+    that the workers do not each start a thread per core and stall each other. Serial runs keep torch's default."""
     if not os.environ.get("PYTEST_XDIST_WORKER"):
         yield
         return

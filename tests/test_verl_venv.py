@@ -78,8 +78,8 @@ def verl_run(tmp_path_factory) -> dict[str, list[InnerTest]]:
     venv = ROOT / os.environ.get("VERL_VENV", ".venv-verl")
     scratch = tmp_path_factory.mktemp("verl")
     junit_xml = scratch / "junit.xml"
-    # -n 0: the inner run is one worker's test of the outer run, in one process (pyproject's addopts ask for a worker
-    # per core, and the venv sees this environment's pytest-xdist)
+    # -n 0: the inner run is one test of the outer run, in one process, also where the outer run is parallel (the
+    # venv sees this environment's pytest-xdist)
     command = [str(venv / "bin" / "python"), "-m", "pytest", str(VERL_TESTS), "-q", "-p", "no:cacheprovider", "-n", "0"]
     inner = subprocess.run(
         [*command, f"--junitxml={junit_xml}", f"--basetemp={scratch / 'tmp'}"],
