@@ -2,7 +2,8 @@
 # The test suite's wall time on this machine: the fast loop (`pytest -m "not slow"`), then every test (`pytest`, as
 # CI runs it), each as a whole process under /usr/bin/time, with the CPU, the core count and the commit named.
 # Run it from a checkout with the README's install done and nothing else running beside it; pass pytest options
-# after the script's name (for example -n 0 to time the suite in one process). The numbers go in bench/README.md.
+# after the script's name (`-n auto --dist loadgroup --no-loadscope-reorder` times the parallel suite). The
+# numbers go in bench/README.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -12,13 +13,9 @@ for subset in fast full; do
     marker=()
     [[ $subset == fast ]] && marker=(-m "not slow")
     log=$(mktemp)
-    start=$(date +%s.%N)
     status=0
-    /usr/bin/time -f '%M KB peak RSS of the pytest process' pytest -p no:cacheprovider -q "${marker[@]}" "$@" >"$log" 2>&1 ||
-        status=$?
-    wall=$(echo "$(date +%s.%N) - $start" | bc)
-    printf '%-4s wall %6.1f s (%d min %02d s), exit %d: %s\n' "$subset" "$wall" "$((${wall%.*} / 60))" \
-        "$((${wall%.*} % 60))" "$status" "$(grep -E '^=+ .*(passed|failed)' "$log" | tail -n 1 | tr -d '=')"
-    tail -n 1 "$log"
-    rm -f "$log"
+    /usr/bin/time -o "$log.time" -f '%e s wall, %M KB peak RSS of the pytest process' \
+        pytest -p no:cacheprovider -q "${marker[@]}" "$@" >"$log" 2>&1 || status=$?
+    echo "$subset: $(cat "$log.time"), exit $status: $(grep -E '^=+ .*(passed|failed)' "$log" | tail -n 1 | tr -d '=')"
+    rm -f "$log" "$log.time"
 done

@@ -4,6 +4,7 @@ interpreter collects tests/verl (only where verl is installed)."""
 
 from __future__ import annotations
 
+import contextlib
 import importlib.metadata
 import os
 import shutil
@@ -160,30 +161,32 @@ def smoke_upstream(tmp_path_factory) -> Path:
     return shared_study(tmp_path_factory, "smoke-upstream", "dedup", *SMOKE)
 
 
-@pytest.fixture(scope="session", autouse=True)
-def one_thread_per_worker():
-    """Under pytest-xdist the workers share the cores: torch's in-process work runs on one thread a worker, so
-    that the workers do not each start a thread per core and stall each other. Serial runs keep torch's default."""
-    if not os.environ.get("PYTEST_XDIST_WORKER"):
-        yield
-        return
+@contextlib.contextmanager
+def torch_on_one_thread():
+    """Torch's in-process work on one thread, and its thread count as it was afterwards."""
     import torch
 
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def one_thread_per_worker():
+    """Under pytest-xdist the workers share the cores: torch's in-process work runs on one thread a worker, so
+    that the workers do not each start a thread per core and stall each other. Serial runs keep torch's default."""
+    with torch_on_one_thread() if os.environ.get("PYTEST_XDIST_WORKER") else contextlib.nullcontext():
+        yield
 
 
 @pytest.fixture(scope="module")
 def one_thread():
     """As the workflow runs a training job: one thread (two threads stall when the other core is busy)."""
-    import torch
-
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+    with torch_on_one_thread():
+        yield
 
 
 @pytest.fixture
