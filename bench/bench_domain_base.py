@@ -1,14 +1,17 @@
 """RL from a domain's base against the base itself, on the validation tier V, at the default centre.
 
 Run: python bench/bench_domain_base.py webworld [--seeds 16] [--task-rule raw] [--workdir DIR]
-(2 cores, nothing else running; record in bench/README.md)
+[--train KEY=VALUE ...] [--point d_env=32] (2 cores, nothing else running; record in bench/README.md)
 
 The domain's study on the default config (``domain: <name>``, tasks counted by ``--task-rule``) is
-planned with its axis sweeps only; the workflow then builds the centre point's train jobs alone
-(its pool, dedup, base and runs: the first half of the seeds in one job, the rest in the axis
-sweeps' second job). Each run records its own success on V (``p_V``, the tier the base is chosen
-on; T2 is never read here) and its base's (``p_V_base``); the script prints both, their paired
-difference with a t interval, and how many runs beat the base.
+planned with its axis sweeps only; the workflow then builds the centre point's train jobs alone (its
+pool, dedup, base and runs: the first half of the seeds in one job, the rest in the axis sweeps'
+second job), or with ``--point`` the axis-sweep point that differs from the centre there
+(``d_env=32``: the d_env sweep's point at 32; the grid is the default's, and ``--grid d_env=2,8,32``
+replaces an axis's). A ``--workdir`` kept between calls reuses the pool and the base. Each run
+records its own success on V (``p_V``, the tier the base is chosen on; T2 is never read here) and
+its base's (``p_V_base``); the script prints both, their paired difference with a t interval, and
+how many runs beat the base.
 """
 
 from __future__ import annotations
@@ -32,9 +35,9 @@ from axisrl.stages import study
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def overlay(domain: str, seeds: int, task_rule: str, train: dict) -> dict:
-    """The default config in ``domain``, its axis sweeps only, ``seeds`` seeds at the centre, with
-    ``train`` settings over the default's."""
+def overlay(domain: str, seeds: int, task_rule: str, train: dict, grids: dict) -> dict:
+    """The default config in ``domain``, its axis sweeps only (on ``grids`` where given), ``seeds``
+    seeds at each point, with ``train`` settings over the default's."""
     half = seeds // 2
     schema = load_yaml(ROOT / "config" / "schema.yaml")
     families = schema["properties"]["study"]["properties"]["families"]["properties"]
@@ -44,11 +47,17 @@ def overlay(domain: str, seeds: int, task_rule: str, train: dict) -> dict:
         "dedup": {"task_rule": task_rule},
         "study": {
             "seeds": list(range(half)),
+            **({"grids": grids} if grids else {}),
             "families": {name: sweeps if name == "axis_sweeps" else {"enabled": False} for name in families},
         },
         "recipe": {"enabled": False},
         "train": train,
     }
+
+
+def _split(text: str) -> tuple[str, str]:
+    key, _, value = text.partition("=")
+    return key, value
 
 
 def _setting(text: str) -> tuple[str, object]:
@@ -63,15 +72,18 @@ def main() -> None:
     parser.add_argument("--task-rule", default="raw", help="dedup.task_rule (repoworld's reports are alike: raw)")
     parser.add_argument("--workdir", type=Path, help="keep the study here (default: a temporary folder)")
     parser.add_argument("--train", action="append", default=[], metavar="KEY=VALUE", help="e.g. kl_coef=0.1")
+    parser.add_argument("--point", action="append", default=[], metavar="AXIS=VALUE", help="e.g. d_env=32")
+    parser.add_argument("--grid", action="append", default=[], metavar="AXIS=V1,V2", help="e.g. d_env=2,8,32")
     args = parser.parse_args()
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix=f"axisrl-{args.domain}-"))
     shutil.copytree(ROOT / "config", workdir / "config", dirs_exist_ok=True)
     overlay_path = workdir / "centre.yaml"
     settings = dict(map(_setting, args.train))
-    overlay_path.write_text(yaml.safe_dump(overlay(args.domain, args.seeds, args.task_rule, settings)))
+    grids = {axis: [int(v) for v in values.split(",")] for axis, values in map(_split, args.grid)}
+    overlay_path.write_text(yaml.safe_dump(overlay(args.domain, args.seeds, args.task_rule, settings, grids)))
     schema_path = ROOT / "config" / "schema.yaml"
     config = load_config(ROOT / "config" / "config.yaml", overlay_path, schema_path=schema_path)
-    centre = config["study"]["centre"]
+    centre = {**config["study"]["centre"], **{axis: int(value) for axis, value in map(_split, args.point)}}
     planned = study(config, load_yaml(schema_path))
     jobs = [
         point
@@ -99,6 +111,10 @@ def main() -> None:
     above = int((gain > 0).sum())
     print(f"  paired gain: {gain.mean():+.3f} [{lo:+.3f}, {hi:+.3f}], {above} of {len(gain)} above the base")
     print(f"  per seed: {np.round(ok.sort('seed')['p_V'].to_numpy(), 3).tolist()}")
+    signal = [c for c in ("train_success", "zero_variance_share", "rollout_kl_mean") if c in ok.columns]
+    spent = (ok["executed_compute"] / ok["executed_compute"].mean()).std() if "executed_compute" in ok.columns else None
+    means = ", ".join(f"{c} {ok[c].mean():.3f}" for c in signal)
+    print(f"  {means}; executed compute {ok['executed_compute'].mean():.3g} FLOPs (relative SD {spent:.2f})")
     print(f"  study kept in {workdir}", file=sys.stderr)
 
 

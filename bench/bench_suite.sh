@@ -2,8 +2,8 @@
 # The test suite's wall time on this machine: the fast loop (`pytest -m "not slow"`), then every test (`pytest`, as
 # CI runs it), each as a whole process under /usr/bin/time, with the CPU, the core count and the commit named.
 # Run it from a checkout with the README's install done and nothing else running beside it; pass pytest options
-# after the script's name (`-n auto --dist loadgroup --no-loadscope-reorder` times the parallel suite). The
-# numbers go in bench/README.md.
+# after the script's name (pytest runs in parallel by default, pyproject.toml's addopts; `-n 0` times it in one
+# process). The numbers go in bench/README.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

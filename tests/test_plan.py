@@ -4,6 +4,7 @@ import json
 import polars as pl
 import pytest
 
+from axisrl.backends.tiny import TrainSettings
 from axisrl.config import ConfigError, load_yaml, validate_config
 from axisrl.datasets import PoolTooSmall, select_training_data, task_capacity
 from axisrl.plan import AXES, plan_designs, plan_rows, pricing_points, spread
@@ -93,6 +94,29 @@ def test_train_keys_move_with_train_and_evaluation_config_but_not_with_analysis(
     changed["train"]["lr"] = 0.01
     _, _, moved, _ = jobs(changed, schema)
     assert all(points[k].train.key != moved[k].train.key for k in points)
+
+
+def test_dynamic_sampling_and_the_kl_bound_key_their_runs_only_when_switched_on(config, schema):
+    """Off (the default), the blocks are absent from every design's settings and key (the keys of
+    the study before they existed); on, they reach the tiny learner as its flat settings."""
+    _, _, points, _ = jobs(config, schema)
+    assert not any({"dynamic_sampling", "kl_bound"} & set(point.train.config["settings"]) for point in points.values())
+    changed = copy.deepcopy(config)
+    changed["train"]["dynamic_sampling"]["max_draws"] = 5  # a setting of a block that is off moves nothing
+    _, _, same, _ = jobs(changed, schema)
+    assert all(points[k].train.key == same[k].train.key for k in points)
+    changed["train"]["dynamic_sampling"]["enabled"] = True
+    changed["train"]["kl_bound"]["enabled"] = True
+    _, _, moved, _ = jobs(changed, schema)
+    assert all(points[k].train.key != moved[k].train.key for k in points)
+    settings = next(iter(moved.values())).train.config["settings"]
+    assert {k: settings[k] for k in ("dynamic_sampling", "max_draws", "kl_bound", "target_kl")} == {
+        "dynamic_sampling": True,
+        "max_draws": 5,
+        "kl_bound": "adaptive_lr",
+        "target_kl": 0.01,
+    }
+    TrainSettings.from_dict(settings)  # the tiny learner takes them as they are
 
 
 def test_designs_with_fewer_tasks_than_environments_are_refused(config, schema):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import json
+from typing import NamedTuple
 
 import numpy as np
 import pytest
@@ -19,7 +20,7 @@ from axisrl.backends.tiny.rollout import Diverged, Episode, Node, Specs, call_ke
 from axisrl.backends.tiny.synthetic import TaskSampler
 from axisrl.backends.tiny.vocab import PRIMITIVES
 from axisrl.config import validate_config
-from axisrl.diagnostics import STEP_COLUMNS, EpisodeCounts, step_diagnostics
+from axisrl.diagnostics import STEP_COLUMNS, EpisodeCounts, run_diagnostics, step_diagnostics
 from axisrl.domains import toolworld as tw
 from axisrl.domains.toolworld.compact import CompactEpisode
 
@@ -95,6 +96,10 @@ def test_metrics_and_compute_totals_agree(pool):
         "train_flops",
         "zero_variance_groups",
         "groups",
+        "drawn_groups",
+        "rollout_kl",
+        "probe_flops",
+        "lr",
     }
     assert all(keys <= set(row) for row in result.metrics)
     assert list(result.compute) == [
@@ -110,10 +115,11 @@ def test_metrics_and_compute_totals_agree(pool):
         "failed_episodes",
         "truncated_episodes",
         *train_module.SYNTHETIC_COUNTS,
+        "probe_flops",
         "distinct_tasks_seen",
         "distinct_envs_seen",
     ]
-    for key in ("env_steps", "episodes", "rollout_flops", "train_flops", "zero_variance_groups"):
+    for key in ("env_steps", "episodes", "rollout_flops", "train_flops", "zero_variance_groups", "probe_flops"):
         assert result.compute[key] == sum(row[key] for row in result.metrics)
     assert result.compute["visits"] == QUICK["updates"] * QUICK["visits_per_update"]
     assert result.compute["episodes"] == result.compute["visits"] * QUICK["group_size"]
@@ -424,6 +430,7 @@ def test_an_update_that_raises_is_recorded_as_failed_with_its_error(pool, monkey
         {"updates": 10, "max_flops": 2.5e7},  # the cap ends the seeds at different updates
         {"algo": "ppo", "ppo_epochs": 2},
         {"kl_coef": 0.1, "grpo_minibatches": 2, "max_rollout_steps": 150},
+        {"updates": 4, "dynamic_sampling": True, "kl_bound": "adaptive_lr"},  # seeds draw again, each its own way
     ],
 )
 def test_seeds_in_lockstep_train_as_each_seed_alone(pool, overrides):
@@ -538,3 +545,78 @@ def test_a_run_starts_from_its_base_and_keeps_the_snapshots_it_asks_for(pool):
     assert {name for name in ppo.snapshots[0] if name not in base} == {n for n in fresh.state_dict() if "critic" in n}
     with pytest.raises(RuntimeError, match="size mismatch"):
         tiny.train(pool.envs, pool.tasks, quick(width=32), seed=0, init=base)
+
+
+class Scored(NamedTuple):
+    """An episode as ``trained_scores`` reads it."""
+
+    reward: float
+    label: float | None = None
+    partial: float = 0.0
+
+
+def _draw(scores: list[list[float]], first_task: int) -> train_module.Draw:
+    tasks = [{"task_id": f"t{first_task + g}", "env_id": "e"} for g in range(len(scores))]
+    episodes = [Scored(score) for group in scores for score in group]
+    return train_module.Draw(tasks, np.arange(len(scores)), episodes)
+
+
+def test_dynamic_sampling_keeps_the_first_groups_with_a_signal_and_counts_every_draw():
+    settings = quick(group_size=2, dynamic_sampling=True)
+    draws = [_draw([[0, 0], [1, 0], [1, 1]], 0), _draw([[0, 1], [0, 0], [1, 0]], 3)]
+    visit = train_module._visit(draws, settings, None)
+    assert [task["task_id"] for task in visit.tasks] == ["t1", "t3", "t5"]  # as many as the first draw had
+    assert [e.reward for e in visit.episodes] == [1, 0, 0, 1, 1, 0] and visit.groups.tolist() == [0, 0, 1, 1, 2, 2]
+    assert len(visit.played) == 12 and len(visit.drawn_tasks) == 6
+    assert visit.dropped_zero_variance == 3  # t0, t2 and t4 played alike; none had a signal left over
+    nothing = train_module._visit([_draw([[0, 0], [1, 1]], 0), _draw([[0, 0], [0, 0]], 2)], settings, None)
+    assert [task["task_id"] for task in nothing.tasks] == ["t0", "t1"] and nothing.dropped_zero_variance == 2
+    plain = train_module._visit(draws[:1], quick(group_size=2), None)
+    assert [task["task_id"] for task in plain.tasks] == ["t0", "t1", "t2"] and plain.dropped_zero_variance == 0
+
+
+def test_a_dynamic_sampling_run_pays_for_every_draw(pool):
+    """Drawn groups are compute the run spent (visits, episodes, env steps); an update trains on at
+    most a plain update's groups and draws again only while it is short of groups with a signal."""
+    v, g = QUICK["visits_per_update"], QUICK["group_size"]
+    result = tiny.train(pool.envs, pool.tasks, quick(updates=6, dynamic_sampling=True, max_draws=3), seed=0)
+    rows = result.metrics
+    assert all(row["drawn_groups"] in (v, 2 * v, 3 * v) and 1 <= row["groups"] <= v for row in rows)
+    assert any(row["drawn_groups"] > v for row in rows)  # from random weights most groups score alike
+    assert result.compute["visits"] == sum(row["drawn_groups"] for row in rows) > 6 * v
+    assert result.compute["episodes"] == result.compute["visits"] * g == sum(row["episodes"] for row in rows)
+    for row in rows:  # short: fewer groups with a signal than a plain update's, so the update drew again
+        with_signal = row["drawn_groups"] - row["zero_variance_groups"]
+        assert (row["drawn_groups"] == v) or with_signal - min(with_signal, v) < v
+        assert row["groups"] == (min(with_signal, v) or v)
+    assert run_diagnostics(rows)["zero_variance_share"] == pytest.approx(
+        sum(row["zero_variance_groups"] for row in rows) / result.compute["visits"]
+    )
+
+
+def test_rollout_kl_is_zero_without_a_step_and_measures_the_update_with_one(pool):
+    result = tiny.train(pool.envs, pool.tasks, quick(updates=6, algo="ppo"), seed=0)
+    assert all(row["rollout_kl"] > 0 and row["probe_flops"] > 0 for row in result.metrics)  # PPO always steps
+    grpo = tiny.train(pool.envs, pool.tasks, quick(updates=6), seed=0).metrics
+    assert all((row["rollout_kl"] > 0) == (row["gradient_steps"] > 0) for row in grpo)
+    assert all(row["probe_flops"] == 0 for row in grpo if not row["gradient_steps"])
+    policy = train_module.make_policy(quick())
+    episodes = [Episode.group(Specs(pool.envs), pool.tasks[0], 7, False, 4)]
+    rollout(policy, episodes[0], np.random.default_rng(0))
+    ((kl, flops),) = updates_module.rollout_kls([policy], episodes)
+    assert abs(kl) < 1e-6 and flops > 0  # the rollout policy itself: no divergence
+
+
+def test_the_adaptive_lr_bound_follows_the_measured_kl(pool):
+    bound = updates_module.KL_BOUNDS["adaptive_lr"]
+    assert bound(1.0, 0.05, 0.01) == pytest.approx(1 / 1.5) and bound(1.0, 0.001, 0.01) == pytest.approx(1.5)
+    assert bound(1.0, 0.01, 0.01) == 1.0 and bound(9.0, 0.0, 0.01) == 10.0 and bound(0.01, 1.0, 0.01) == 0.01
+    settings = quick(updates=6, algo="ppo", kl_bound="adaptive_lr", target_kl=0.001)
+    rows = tiny.train(pool.envs, pool.tasks, settings, seed=0).metrics
+    scale = 1.0
+    for row in rows:
+        assert row["lr"] == pytest.approx(settings.lr * scale)
+        scale = bound(scale, row["rollout_kl"], settings.target_kl)
+    assert len({round(row["lr"], 12) for row in rows}) > 1
+    plain = tiny.train(pool.envs, pool.tasks, quick(updates=6, algo="ppo"), seed=0).metrics
+    assert rows[0]["train_flops"] == plain[0]["train_flops"] + rows[0]["probe_flops"]  # the bound reads the probe

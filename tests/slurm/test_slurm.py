@@ -1,7 +1,10 @@
-"""The smoke study on a real single-node Slurm (tests/slurm/cluster.sh) through the CI profile
-workflow/profiles/slurm-ci: where each job ran, that the results equal a local run's, and that a
-cancelled train job is run again. Skipped only where Slurm cannot be set up (not root, or no apt-get
-to install it); the cluster is started once for the module and stopped by PID afterwards.
+"""The smoke study, up to its collected runs, on a real single-node Slurm (tests/slurm/cluster.sh) through
+the CI profile workflow/profiles/slurm-ci: where each job ran, that the results equal a local run's, and
+that a cancelled train job is run again. The tables and figures after `collect` are jobs of the same kind
+(default resources on the cpu partition) and are left out: each Slurm job costs a workflow parse and the
+executor's status polls, which back off by 10 s while no job ends. Skipped only where Slurm cannot be
+set up (not root, or no apt-get to install it); the cluster is started once for the module and stopped
+by PID afterwards.
 By hand: tests/slurm/cluster.sh up; eval "$(tests/slurm/cluster.sh env)"; snakemake --profile
 workflow/profiles/slurm-ci --configfile config/studies/smoke.yaml; tests/slurm/cluster.sh down."""
 
@@ -29,6 +32,8 @@ CLUSTER = Path(__file__).with_name("cluster.sh")
 CANNOT_SET_UP = 77
 """cluster.sh's exit status where Slurm is missing and cannot be installed."""
 PROFILE = ("--profile", "workflow/profiles/slurm-ci")
+UNTIL = ("--until", "collect")
+"""The part of the smoke study that goes through Slurm: everything up to the collected runs."""
 SUBMITTED = re.compile(r"has been submitted with SLURM jobid (\d+) \(log: \S*/slurm_logs/rule_([^/]+)/")
 
 
@@ -121,9 +126,9 @@ class SlurmRun:
 
 @pytest.fixture(scope="module")
 def slurm_run(cluster, tmp_path_factory) -> SlurmRun:
-    """The whole smoke study through the CI profile; its Slurm jobs as slurmctld recorded them."""
+    """The smoke study up to `collect` through the CI profile; its Slurm jobs as slurmctld recorded them."""
     workdir = copy_workflow(tmp_path_factory.mktemp("slurm"))
-    done = snakemake(workdir, *PROFILE, *SMOKE)
+    done = snakemake(workdir, *PROFILE, *SMOKE, *UNTIL)
     output = done.stdout + done.stderr  # a run logs to stderr (a dry run to stdout)
     known = slurm_jobs()
     return SlurmRun(workdir, output, [(rule, known[job]) for job, rule in submitted(output)])
@@ -170,7 +175,7 @@ def test_slurm_run_collects_the_same_runs_as_a_local_run(slurm_run, local_run):
     episodes = [pl.read_parquet(d / "episodes.parquet") for d in (slurm_dir, local_dir)]
     assert episodes[0].equals(episodes[1])
     # Remote jobs left complete metadata: the same profile sees nothing to do.
-    assert "Nothing to be done" in snakemake(slurm_run.workdir, "-n", *PROFILE, *SMOKE).stdout
+    assert "Nothing to be done" in snakemake(slurm_run.workdir, "-n", *PROFILE, *SMOKE, *UNTIL).stdout
 
 
 def copy_of(run: SlurmRun, dest: Path) -> tuple[Path, str]:

@@ -139,6 +139,11 @@ def test_settings_verl_cannot_honour_are_refused(schema, model_dir, tmp_path):
     settings = train_settings(schema, "grpo")
     with pytest.raises(ValueError, match="max_rollout_steps"):
         overrides({**settings, "max_rollout_steps": 1000}, tiny_job(model_dir, tmp_path))
+    sampling = {"dynamic_sampling": True, "max_draws": 3}  # the tiny learner's, as a design switched on carries them
+    with pytest.raises(ValueError, match=r"cannot honour \['dynamic_sampling'\]"):
+        overrides({**settings, **sampling}, tiny_job(model_dir, tmp_path))
+    with pytest.raises(ValueError, match=r"cannot honour \['kl_bound'\]"):
+        overrides({**settings, "kl_bound": "adaptive_lr", "target_kl": 0.01}, tiny_job(model_dir, tmp_path))
     with pytest.raises(ValueError, match="does not know"):
         overrides({**settings, "entropy_bonus": 0.1}, tiny_job(model_dir, tmp_path))
 

@@ -6,7 +6,8 @@ and multi-turn responses cut at the length limit; neither shows in reward or suc
 late. Both backends count each training episode as ``EpisodeCounts`` and put ``step_diagnostics``
 in every metrics row (beside ``zero_variance_groups``, which each backend counts from its groups);
 the train stages put ``run_diagnostics`` in every runs row, so ``runs.parquet`` carries them and
-the ``tool_use_collapsed`` flag.
+the ``tool_use_collapsed`` flag, and the two GRPO diagnostics users ask for most (``SIGNAL_COLUMNS``):
+the share of groups played without a learning signal and the mean per-update KL to the rollout policy.
 
 =====================  ==========================================================================
 metrics row column     per training step, over its training episodes
@@ -35,6 +36,10 @@ STEP_COLUMNS = ("tool_calls_mean", "no_tool_call_share", "turns_mean", "parse_fa
 """The metrics row columns ``step_diagnostics`` fills (see the module docstring)."""
 TOOL_USE_COLLAPSE_COLUMNS = ("tool_call_rate_last_tenth", "tool_call_rate_peak_tenth", "tool_use_collapsed")
 """The runs row columns of the collapse rule, beside the ``STEP_COLUMNS`` (see ``run_diagnostics``)."""
+SIGNAL_COLUMNS = ("zero_variance_share", "rollout_kl_mean")
+"""The runs row columns of the learning signal: ``zero_variance_groups`` over ``drawn_groups`` (the
+groups played, all updates together), and the mean of the updates' ``rollout_kl`` (None where no row
+measured it: behaviour cloning)."""
 TENTHS = 10
 """A run's steps are cut into this many consecutive parts for the collapse rule; a run with fewer
 steps has no tenths and no collapse flag."""
@@ -80,8 +85,15 @@ def run_diagnostics(metrics: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     last and of its peak tenth (``tool_call_rate_last_tenth``, ``tool_call_rate_peak_tenth``) and
     ``tool_use_collapsed`` (``TOOL_USE_COLLAPSE_FRACTION``); the tenths and the flag are None for a run of
     fewer than ``TENTHS`` steps."""
+    drawn = sum(row.get("drawn_groups") or 0 for row in metrics)
+    kls = [row["rollout_kl"] for row in metrics if row.get("rollout_kl") is not None]
+    signal = {
+        "zero_variance_share": sum(row.get("zero_variance_groups") or 0 for row in metrics) / drawn if drawn else None,
+        "rollout_kl_mean": float(np.mean(kls)) if kls else None,
+    }
     rows = [row for row in metrics if row["tool_calls_mean"] is not None and row["episodes"]]
     summary = {
+        **signal,
         "tool_calls_mean": _per_episode(rows, "tool_calls_mean"),
         "no_tool_call_share": _per_episode(rows, "no_tool_call_share"),
         "turns_mean": _per_episode(rows, "turns_mean"),

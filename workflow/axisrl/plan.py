@@ -302,15 +302,33 @@ ALGO_ONLY = {
 """Train options that only one algorithm reads."""
 
 
+SWITCHED = ("dynamic_sampling", "kl_bound")
+"""Train blocks switched on by ``enabled`` (x-hashed-when-enabled: absent from a hashed config while off)."""
+
+
+def switched_settings(train: Mapping[str, Any]) -> dict[str, Any]:
+    """The switched blocks that are on, as the tiny backend's flat settings (absent while off, so
+    a design's settings and key are those from before the blocks existed)."""
+    out: dict[str, Any] = {}
+    sampling = train.get("dynamic_sampling", {})
+    if sampling.get("enabled"):
+        out.update(dynamic_sampling=True, max_draws=sampling["max_draws"])
+    bound = train.get("kl_bound", {})
+    if bound.get("enabled"):
+        out.update(kl_bound=bound["rule"], target_kl=bound["target_kl"])
+    return out
+
+
 def backend_settings(train: Mapping[str, Any], design: Mapping[str, Any]) -> dict[str, Any]:
     """What one design's runs are trained with: the study-wide ``train`` section resolved for the
     design (its training budget, its algorithm's options, its axes). The train key hashes exactly
     this, so an option a design does not read (a cap of another convention, the other algorithm's
     options) never retrains it."""
-    unread = {"backend", "llm", "init", *BUDGET_KEYS}  # init: the train stage's base, keyed by its upstream
+    unread = {"backend", "llm", "init", *BUDGET_KEYS, *SWITCHED}  # init: the train stage's base, keyed by its upstream
     unread.update(option for algo, options in ALGO_ONLY.items() if algo != design["algo"] for option in options)
     return {
         **{k: v for k, v in train.items() if k not in unread},
+        **switched_settings(train),
         **training_budget(design, train).trainer_settings(),
         "algo": design["algo"],
         "width": design["width"],

@@ -22,6 +22,18 @@ training budget's business, ``axisrl.budget``). Their steps do not count against
 A FLOP cap ends the run close to the cap: once the cap leaves less than two updates, each update
 plays at most half the visits the recent FLOPs per visit say are left.
 
+DAPO's dynamic sampling (``dynamic_sampling``): an update drops the groups whose real rollouts all
+scored alike (no learning signal) and draws more tasks, a whole update's worth at a time, until it
+has its groups with a signal or has drawn ``max_draws`` times; it trains on the first such groups
+(on the first draw's groups when none has one). Every rollout drawn is compute the run spent: it
+counts in env_steps, episodes, visits, the FLOPs and the training success; ``groups`` are the
+groups trained on, ``drawn_groups`` those played.
+
+After each update that stepped, one forward without gradients re-scores the update's real
+decisions and measures ``rollout_kl``, the k3 estimate of KL(rollout policy || updated policy)
+(0 when the update took no step); its FLOPs are ``probe_flops``, kept apart from training's
+unless a KL bound (``kl_bound``, ``KL_BOUNDS``) reads it to set the next update's learning rate.
+
 Randomness: ``torch.manual_seed(seed)`` for the initial weights, and separate numpy generators
 (one ``SeedSequence`` spawn each) for task sampling, episode seeds, action sampling and PPO
 minibatches; synthetic trajectories (which ones are replayed, simulator seeds, simulated
@@ -62,7 +74,15 @@ from axisrl.backends.tiny.fast_torch import Adam, deterministic_eager_ops
 from axisrl.backends.tiny.policy import PolicyStack, ToolPointer
 from axisrl.backends.tiny.rollout import Diverged, Episode, RolloutStats, Specs, no_cyclic_gc, rollout_seeds
 from axisrl.backends.tiny.synthetic import Synthesizer, SyntheticEpisodes, SyntheticTrajectories, TaskSampler
-from axisrl.backends.tiny.updates import UPDATES, UpdateContext, UpdateStats, run_updates, trained_scores
+from axisrl.backends.tiny.updates import (
+    KL_BOUNDS,
+    UPDATES,
+    UpdateContext,
+    UpdateStats,
+    rollout_kls,
+    run_updates,
+    trained_scores,
+)
 from axisrl.diagnostics import EpisodeCounts, step_diagnostics
 from axisrl.domains import DEFAULT_DOMAIN
 
@@ -135,6 +155,14 @@ class TrainSettings:
     """Token cap: the run stops at exactly this many env steps (episodes running then are truncated)."""
     max_flops: float | None = None
     """FLOP cap on rollout + training FLOPs: the run ends as close to it as whole visits allow."""
+    dynamic_sampling: bool = False
+    """DAPO's dynamic sampling: train on groups with a learning signal, drawing more to fill the update."""
+    max_draws: int = 3
+    """Dynamic sampling: draws per update at most, the first included (each a whole update's visits)."""
+    kl_bound: str | None = None
+    """A rule of ``KL_BOUNDS`` that sets each update's learning rate from the last ``rollout_kl``; None: none."""
+    target_kl: float = 0.01
+    """The bound's target per-update ``rollout_kl``."""
 
     def __post_init__(self) -> None:
         checks = {
@@ -155,6 +183,11 @@ class TrainSettings:
             "max_rollout_steps and max_flops must be positive": all(
                 cap is None or cap > 0 for cap in (self.max_rollout_steps, self.max_flops)
             ),
+            "dynamic sampling needs GRPO or PPO groups of 2 or more rollouts and max_draws >= 1": (
+                not self.dynamic_sampling or (self.algo != "bc" and self.group_size > 1 and self.max_draws >= 1)
+            ),
+            f"kl_bound must be None or one of {sorted(KL_BOUNDS)}": self.kl_bound is None or self.kl_bound in KL_BOUNDS,
+            "target_kl must be positive": self.target_kl > 0,
         }
         failed = [message for message, ok in checks.items() if not ok]
         if failed:
@@ -189,7 +222,10 @@ class TrainResult:
     zero-advantage episodes; PPO trains every decision), episodes, rollout_flops, train_flops,
     zero_variance_groups and groups. ``compute``: their totals plus updates, visits (the groups
     played), distinct_tasks_seen, distinct_envs_seen, failed_episodes (not verified) and
-    truncated_episodes (stopped without ``finish``). Rows also hold the collapse diagnostics of
+    truncated_episodes (stopped without ``finish``). Rows also hold drawn_groups (groups played;
+    ``groups`` are those trained on, fewer under dynamic sampling), rollout_kl and probe_flops
+    (see the module docstring) and lr (the update's learning rate); ``compute`` totals probe_flops,
+    and its ``visits`` are the groups played. Rows also hold the collapse diagnostics of
     the real rollouts (``axisrl.diagnostics.STEP_COLUMNS``: tool_calls_mean, no_tool_call_share,
     turns_mean, parse_failures, truncated_share; see ``_episode_counts``), not totalled in ``compute``.
 
@@ -224,6 +260,7 @@ SYNTHETIC_COUNTS = ("synthetic_episodes", "synthetic_env_steps", "synthetic_unma
 ROW_TOTALS = (
     "rollout_flops",
     "train_flops",
+    "probe_flops",
     "env_steps",
     "scored_decisions",
     "gradient_steps",
@@ -253,19 +290,20 @@ class RunTotals:
     synthetic_env_steps: int = 0
     synthetic_unmatched_steps: int = 0
     synthetic_missing_tasks: int = 0
+    probe_flops: int = 0
     tasks_seen: set[str] = field(default_factory=set)
     envs_seen: set[str] = field(default_factory=set)
 
     def add(self, row: Mapping[str, Any], visit: Visit) -> None:
-        """Count one update: its metrics ``row`` and the real rollouts and tasks of its ``visit``."""
+        """Count one update: its metrics ``row`` and the real rollouts and tasks its ``visit`` played."""
         for key in ROW_TOTALS:
             setattr(self, key, getattr(self, key) + row[key])
-        self.visits += row["groups"]
+        self.visits += row["drawn_groups"]
         self.updates += 1
-        self.failed_episodes += sum(not e.success for e in visit.episodes)
-        self.truncated_episodes += sum(e.truncated for e in visit.episodes)
-        self.tasks_seen.update(task["task_id"] for task in visit.tasks)
-        self.envs_seen.update(task["env_id"] for task in visit.tasks)
+        self.failed_episodes += sum(not e.success for e in visit.played)
+        self.truncated_episodes += sum(e.truncated for e in visit.played)
+        self.tasks_seen.update(task["task_id"] for task in visit.drawn_tasks)
+        self.envs_seen.update(task["env_id"] for task in visit.drawn_tasks)
 
     def as_compute(self) -> dict[str, Any]:
         counts = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if not f.name.endswith("_seen")}
@@ -313,13 +351,14 @@ def dearest_visit_flops(metrics: Sequence[Mapping[str, Any]]) -> float:
     equal) is not trained, so one that has one costs several times as much; sizing the last
     updates by the average visit let two trained groups overshoot the cap by 3 %."""
     recent = metrics[-RECENT_UPDATES:]
-    rollout = sum(row["rollout_flops"] for row in recent) / sum(row["groups"] for row in recent)
-    per_trained = [
-        row["train_flops"] / (row["groups"] - row["zero_variance_groups"])
-        for row in metrics
-        if row["groups"] > row["zero_variance_groups"]
-    ]
+    rollout = sum(row["rollout_flops"] for row in recent) / sum(row["drawn_groups"] for row in recent)
+    per_trained = [row["train_flops"] / n for row in metrics for n in [_trained_with_signal(row)] if n > 0]
     return rollout + max(per_trained, default=0.0)
+
+
+def _trained_with_signal(row: Mapping[str, Any]) -> int:
+    """Groups an update trained on that had a learning signal (at most its groups with one, of those drawn)."""
+    return min(row["groups"], row["drawn_groups"] - row["zero_variance_groups"])
 
 
 def _visits_within_caps(s: TrainSettings, metrics: Sequence[Mapping[str, Any]], totals: RunTotals) -> int:
@@ -336,8 +375,18 @@ def _visits_within_caps(s: TrainSettings, metrics: Sequence[Mapping[str, Any]], 
     return min(s.visits_per_update, math.floor(left / 2)) if left >= 2 else int(left >= 0.5)
 
 
+class Draw(NamedTuple):
+    """Tasks drawn for an update and their real rollouts, ``group_size`` of each task, task by task."""
+
+    tasks: list[Mapping[str, Any]]
+    episode_seeds: np.ndarray
+    episodes: list[Episode]
+    scripts: list[list[Any]] | None = None
+    """Behaviour cloning: each episode's reference calls, teacher-forced instead of sampled."""
+
+
 class Visit(NamedTuple):
-    """One update's visited tasks and the episodes on them."""
+    """What one update trains on: its visited tasks and the episodes on them; and what it played."""
 
     tasks: list[Mapping[str, Any]]
     episodes: list[Episode]
@@ -345,8 +394,11 @@ class Visit(NamedTuple):
     synthetic: SyntheticEpisodes
     groups: torch.Tensor
     """The group (index of the task) of every episode, real then synthetic."""
-    scripts: list[list[Any]] | None = None
-    """Behaviour cloning: each episode's reference calls, teacher-forced instead of sampled."""
+    played: list[Episode]
+    """Every real rollout the update drew (``episodes`` and, under dynamic sampling, the dropped groups')."""
+    drawn_tasks: list[Mapping[str, Any]]
+    dropped_zero_variance: int = 0
+    """Groups drawn, not trained on, whose rollouts all scored alike."""
 
 
 class Prepared(NamedTuple):
@@ -365,27 +417,65 @@ class Played(NamedTuple):
     synthetic: RolloutStats
 
 
-def _visit(
-    tasks: list[Mapping[str, Any]],
-    episode_seeds: np.ndarray,
-    specs: Specs,
-    s: TrainSettings,
-    synthesizer: Synthesizer | None,
-) -> Visit:
+class Probe(NamedTuple):
+    """The update's ``rollout_kl`` and the FLOPs of the forward that measured it."""
+
+    kl: float = 0.0
+    flops: int = 0
+
+
+def _summed(stats: Sequence[RolloutStats]) -> RolloutStats:
+    """One update's draws as one rollout: counts, FLOPs and seconds added, diverged if any did."""
+    if len(stats) == 1:
+        return stats[0]
+    total = RolloutStats()
+    for field_ in dataclasses.fields(RolloutStats):
+        values = [getattr(part, field_.name) for part in stats]
+        setattr(total, field_.name, any(values) if field_.name == "diverged" else sum(values))
+    return total
+
+
+def _draw(tasks: list[Mapping[str, Any]], episode_seeds: np.ndarray, specs: Specs, s: TrainSettings) -> Draw:
     """The episodes of ``tasks``, each task's on one start (one anonymisation) from its episode seed."""
     episodes = [
         episode
         for g, task in enumerate(tasks)
         for episode in Episode.group(specs, task, int(episode_seeds[g]), s.leak_primitive_role, s.group_size)
     ]
+    scripts = [json.loads(task["reference"]) for task in tasks for _ in range(s.group_size)] if s.algo == "bc" else None
+    return Draw(tasks, episode_seeds, episodes, scripts)
+
+
+def _with_signal(draw: Draw, s: TrainSettings) -> list[bool]:
+    """Per drawn task: whether its played rollouts' trained scores differ (a group with a learning signal)."""
+    scores = trained_scores(draw.episodes, s.reward_density).view(len(draw.tasks), s.group_size)
+    return (scores.max(dim=1).values > scores.min(dim=1).values).tolist()
+
+
+def _visit(draws: Sequence[Draw], s: TrainSettings, synthesizer: Synthesizer | None) -> Visit:
+    """The update's visit from its played draws: every group of the one draw, or under dynamic
+    sampling the first groups with a signal, as many as the first draw has (the first draw's
+    groups when none has one); the synthetic trajectories of the groups kept join them."""
+    everything = [(k, g) for k, draw in enumerate(draws) for g in range(len(draw.tasks))]
+    kept = everything
+    if s.dynamic_sampling:
+        signal = [(k, g) for k, draw in enumerate(draws) for g, ok in enumerate(_with_signal(draw, s)) if ok]
+        kept = signal[: len(draws[0].tasks)] or [(0, g) for g in range(len(draws[0].tasks))]
+    size = s.group_size
+    tasks = [draws[k].tasks[g] for k, g in kept]
+    episode_seeds = np.asarray([draws[k].episode_seeds[g] for k, g in kept])
+    episodes = [e for k, g in kept for e in draws[k].episodes[g * size : (g + 1) * size]]
     synthetic = (
         synthesizer.episodes(tasks, episode_seeds) if synthesizer is not None else SyntheticEpisodes([], [], None, 0)
     )
     groups = torch.cat(
-        [torch.arange(len(tasks)).repeat_interleave(s.group_size), torch.tensor(synthetic.groups, dtype=torch.int64)]
+        [torch.arange(len(tasks)).repeat_interleave(size), torch.tensor(synthetic.groups, dtype=torch.int64)]
     )
-    scripts = [json.loads(task["reference"]) for task in tasks for _ in range(s.group_size)] if s.algo == "bc" else None
-    return Visit(tasks, episodes, synthetic, groups, scripts)
+    dropped = set(everything) - set(kept)
+    dropped_zero_variance = sum(not _with_signal(draws[k], s)[g] for k, g in dropped)
+    played = [e for draw in draws for e in draw.episodes]
+    drawn_tasks = [task for draw in draws for task in draw.tasks]
+    return Visit(tasks, episodes, synthetic, groups, played, drawn_tasks, dropped_zero_variance)
 
 
 def _add_timings(timings: dict[str, float], played: Played, rollout_seconds: float, train_seconds: float) -> None:
@@ -403,28 +493,36 @@ def _episode_counts(episode: Episode) -> EpisodeCounts:
     return EpisodeCounts(episode.node.tool_calls, len(episode.actions), 0, episode.truncated)
 
 
-def _metrics_row(update: int, visit: Visit, played: Played, out: UpdateStats, density: str) -> dict[str, Any]:
+def _metrics_row(
+    update: int, visit: Visit, played: Played, out: UpdateStats, probe: Probe, s: TrainSettings, lr: float
+) -> dict[str, Any]:
     """The update's metrics row (see ``TrainResult``)."""
     real, synthetic = played
+    density = s.reward_density
     rewards = trained_scores(visit.episodes, density)
     synthetic_rewards = trained_scores(visit.synthetic.episodes, density)
+    trained_zero_variance = _zero_variance_groups(torch.cat([rewards, synthetic_rewards]), visit.groups)
     return {
         "update": update,
-        "reward_mean": float(rewards.mean()),
-        "success_mean": float(np.mean([e.success for e in visit.episodes])),
+        "reward_mean": float(trained_scores(visit.played, density).mean()),
+        "success_mean": float(np.mean([e.success for e in visit.played])),
         "entropy": real.entropy_sum / max(real.decisions, 1),
         "kl": out.kl,
+        "rollout_kl": None if s.algo == "bc" else probe.kl,
+        "lr": lr,
         "loss": out.loss,
         "grad_norm": out.grad_norm,
         "env_steps": real.env_steps,
-        "episodes": len(visit.episodes),
+        "episodes": len(visit.played),
         "scored_decisions": real.scored_decisions + synthetic.scored_decisions,
         "gradient_steps": out.gradient_steps,
         "rollout_flops": real.flops + synthetic.flops,
-        "train_flops": out.train_flops,
-        "zero_variance_groups": _zero_variance_groups(torch.cat([rewards, synthetic_rewards]), visit.groups),
+        "train_flops": out.train_flops + (probe.flops if s.kl_bound is not None else 0),
+        "probe_flops": probe.flops,
+        "zero_variance_groups": trained_zero_variance + visit.dropped_zero_variance,
         "groups": len(visit.tasks),
-        **step_diagnostics([_episode_counts(e) for e in visit.episodes]),
+        "drawn_groups": len(visit.drawn_tasks),
+        **step_diagnostics([_episode_counts(e) for e in visit.played]),
         "synthetic_episodes": len(visit.synthetic.episodes),
         "synthetic_env_steps": synthetic.env_steps,
         "synthetic_unmatched_steps": synthetic.unmatched_steps,
@@ -484,40 +582,79 @@ def train_seeds(
             run.snapshot(0, snapshots)
         stack: PolicyStack | None = None
         for update in range(settings.updates):
-            # ROLLOUT: each running seed's visit, its real rollouts played in lockstep with the other seeds'
+            # ROLLOUT: each running seed's draw, its real rollouts played in lockstep with the other seeds';
+            # under dynamic sampling, more draws for the seeds still short of groups with a learning signal
             started = time.process_time()
-            playing = [(run, visit) for run in runs if run.running for visit in [run.visit()] if visit is not None]
+            playing = [run for run in runs if run.running and run.draw(run.visits_within_caps())]
             if not playing:
                 break
-            if stack is None or stack.policies != [run.policy for run, _ in playing]:
-                stack = PolicyStack([run.policy for run, _ in playing])
-            try:
-                real = rollout_seeds(
-                    stack,
-                    [visit.episodes for _, visit in playing],
-                    [run.action_rng for run, _ in playing],
-                    [run.steps_left() for run, _ in playing],
-                    None if settings.algo != "bc" else [visit.scripts for _, visit in playing],
-                )
-            except Exception as exc:  # a shared rollout that raises fails every seed in it
-                for run, _ in playing:
-                    run.fail(update, exc)
-                continue
-            shared = (time.process_time() - started) / len(playing)
+            if stack is None or stack.policies != [run.policy for run in playing]:
+                stack = PolicyStack([run.policy for run in playing])
+            _play_draws(stack, playing, update)
+            playing = [run for run in playing if run.running]
+            shared = (time.process_time() - started) / max(len(playing), 1)
             # UPDATE: every seed's update rule, their forwards and backwards together; RECORD, seed by seed
-            updating = [(run, visit, run.prepare(update, visit, stats)) for (run, visit), stats in zip(playing, real)]
-            updating = [(run, visit, prepared) for run, visit, prepared in updating if prepared is not None]
+            prepared_runs = [(run, *run.prepare(update)) for run in playing]
+            updating = [(run, visit, prepared) for run, visit, prepared in prepared_runs if prepared is not None]
             started = time.process_time()
             outs = run_updates([prepared.context for _, _, prepared in updating])
+            probes = _probes([(run, visit) for (run, visit, _), out in zip(updating, outs) if _stepped(out)])
             trained = (time.process_time() - started) / max(len(updating), 1)
             for (run, visit, prepared), out in zip(updating, outs):
-                run.record(update, visit, prepared, out, shared + prepared.seconds, trained)
+                probe = probes.get(run.seed, Probe())
+                run.record(update, visit, prepared, out, probe, shared + prepared.seconds, trained)
                 if run.metrics and run.metrics[-1]["update"] == update:
                     run.snapshot(len(run.metrics), snapshots)
                     if progress is not None:
                         progress(run.seed, run.metrics[-1])
             stack.refresh()
         return [run.result() for run in runs]
+
+
+def _play_draws(stack: PolicyStack, runs: Sequence[SeedRun], update: int) -> None:
+    """Play the runs' first draws; under dynamic sampling, draw again for the runs still short of
+    groups with a signal and play those, up to ``max_draws`` draws in all."""
+    s = runs[0].settings
+    draws_left = s.max_draws if s.dynamic_sampling else 1
+    while True:
+        _play(stack, runs, update)
+        draws_left -= 1
+        runs = [run for run in runs if draws_left and run.running and run.short() and run.draw(run.extra_visits())]
+        if not runs:
+            return
+        stack = PolicyStack([run.policy for run in runs])
+
+
+def _play(stack: PolicyStack, runs: Sequence[SeedRun], update: int) -> None:
+    """Play each run's latest draw in lockstep (one forward per step for all); a shared rollout that
+    raises fails every run in it."""
+    try:
+        stats = rollout_seeds(
+            stack,
+            [run.draws[-1].episodes for run in runs],
+            [run.action_rng for run in runs],
+            [run.steps_left() for run in runs],
+            None if runs[0].settings.algo != "bc" else [run.draws[-1].scripts for run in runs],
+        )
+    except Exception as exc:
+        for run in runs:
+            run.fail(update, exc)
+        return
+    for run, played in zip(runs, stats):
+        run.played.append(played)
+
+
+def _stepped(out: UpdateStats | Exception) -> bool:
+    return isinstance(out, UpdateStats) and out.gradient_steps > 0
+
+
+def _probes(stepped: Sequence[tuple[SeedRun, Visit]]) -> dict[int, Probe]:
+    """Each run's ``rollout_kl`` on its visit's real decisions, all runs in one forward without
+    gradients. Behaviour cloning teacher-forces its episodes (no rollout policy): not measured."""
+    if not stepped or stepped[0][0].settings.algo == "bc":
+        return {}
+    measured = rollout_kls([run.policy for run, _ in stepped], [visit.episodes for _, visit in stepped])
+    return {run.seed: Probe(kl, flops) for (run, _), (kl, flops) in zip(stepped, measured)}
 
 
 class SeedRun:
@@ -556,6 +693,8 @@ class SeedRun:
             copy.deepcopy(self.policy).requires_grad_(False) if s.algo == "grpo" and s.kl_coef > 0 else None
         )
         self.optimizer = Adam(self.policy.parameters(), lr=s.lr)
+        self.lr_scale = 1.0
+        """What the KL bound has made of the learning rate so far (1 without one)."""
         self.warmup = math.ceil(s.lr_warmup_steps_ratio * s.updates)
         self.optimizer.zero_grad()
         self.sampler = TaskSampler(len(tasks), self.task_rng)
@@ -568,32 +707,58 @@ class SeedRun:
         self.snapshots: dict[int, dict[str, torch.Tensor]] = {}
         self.running = True
         """False once the run failed or a cap ended it."""
+        self.draws: list[Draw] = []
+        self.played: list[RolloutStats] = []
+        """The update in progress: its draws and what each one's real rollouts did."""
 
     def snapshot(self, updates: int, wanted: Collection[int]) -> None:
         """Keep the weights after ``updates`` updates, if they are ``wanted``."""
         if updates in wanted:
             self.snapshots[updates] = {k: v.detach().clone() for k, v in self.policy.state_dict().items()}
 
-    def visit(self) -> Visit | None:
-        """The next update's visit, None (and the run ends) when the caps leave no visit."""
+    def visits_within_caps(self) -> int:
+        """Visits the next update's first draw plays; 0 ends the run (the caps leave none)."""
+        self.draws, self.played = [], []
         visits = _visits_within_caps(self.settings, self.metrics, self.totals)
+        self.running = visits > 0
+        return visits
+
+    def draw(self, visits: int) -> bool:
+        """Draw ``visits`` more tasks for the update in progress (none: False)."""
         if visits == 0:
-            self.running = False
-            return None
+            return False
         chosen = [self.tasks[k] for k in self.sampler.take(visits)]
-        return _visit(
-            chosen, self.seed_rng.integers(0, 2**62, size=visits), self.specs, self.settings, self.synthesizer
-        )
+        self.draws.append(_draw(chosen, self.seed_rng.integers(0, 2**62, size=visits), self.specs, self.settings))
+        return True
+
+    def short(self) -> bool:
+        """Dynamic sampling: whether the draws so far hold fewer groups with a signal than the first draw's size."""
+        return sum(sum(_with_signal(draw, self.settings)) for draw in self.draws) < len(self.draws[0].tasks)
+
+    def extra_visits(self) -> int:
+        """The size of one more draw: the first draw's, or less where a cap (counting the draws so far) is near."""
+        s, played = self.settings, self.played
+        steps = self.totals.env_steps + sum(p.env_steps for p in played)
+        if s.max_rollout_steps is not None and steps >= s.max_rollout_steps:
+            return 0
+        if s.max_flops is None or not self.metrics:
+            return len(self.draws[0].tasks)
+        spent = self.totals.rollout_flops + self.totals.train_flops + sum(p.flops for p in played)
+        left = (s.max_flops - spent) / dearest_visit_flops(self.metrics)
+        return min(len(self.draws[0].tasks), math.floor(left / 2)) if left >= 2 else 0
 
     def steps_left(self) -> int | None:
         s = self.settings
-        return None if s.max_rollout_steps is None else s.max_rollout_steps - self.totals.env_steps
+        drawn = sum(p.env_steps for p in self.played)
+        return None if s.max_rollout_steps is None else s.max_rollout_steps - self.totals.env_steps - drawn
 
-    def prepare(self, update: int, visit: Visit, real: RolloutStats) -> Prepared | None:
-        """What the update after ``visit``'s real rollouts (``real``) trains on: its synthetic
-        rollouts played, the rule's context. None when the run failed (non-finite scores, or an
-        exception in its synthetic rollouts)."""
+    def prepare(self, update: int) -> tuple[Visit, Prepared | None]:
+        """The visit of the update whose draws were played, and what its rule trains on: its
+        synthetic rollouts played, the rule's context. None when the run failed (non-finite
+        scores, or an exception in its synthetic rollouts)."""
         s, started = self.settings, time.process_time()
+        visit = _visit(self.draws, s, self.synthesizer)
+        real = _summed(self.played)
         try:
             if real.diverged:
                 raise Diverged("non-finite candidate scores")
@@ -604,8 +769,8 @@ class SeedRun:
             )
         except Exception as exc:
             self.fail(update, exc)
-            return None
-        self.optimizer.lr = s.lr * min(1.0, (update + 1) / self.warmup) if self.warmup else s.lr
+            return visit, None
+        self.optimizer.lr = self.lr_scale * (s.lr * min(1.0, (update + 1) / self.warmup) if self.warmup else s.lr)
         context = UpdateContext(
             self.policy,
             self.reference,
@@ -616,7 +781,7 @@ class SeedRun:
             self.horizon,
             self.batch_rng,
         )
-        return Prepared(Played(real, synthetic), context, time.process_time() - started)
+        return visit, Prepared(Played(real, synthetic), context, time.process_time() - started)
 
     def record(
         self,
@@ -624,18 +789,23 @@ class SeedRun:
         visit: Visit,
         prepared: Prepared,
         out: UpdateStats | Exception,
+        probe: Probe,
         rollout_seconds: float,
         train_seconds: float,
     ) -> None:
         """The update's metrics row and totals, or the run's failure when its rule raised
-        (``out``); ``*_seconds``: this seed's share of the CPU time of the update's parts."""
+        (``out``); ``*_seconds``: this seed's share of the CPU time of the update's parts. A KL
+        bound sets the next update's learning rate from ``probe`` (only after an update that stepped)."""
         if isinstance(out, Exception):
             self.fail(update, out)
             return
         _add_timings(self.timings, prepared.played, rollout_seconds, train_seconds)
-        row = _metrics_row(update, visit, prepared.played, out, self.settings.reward_density)
+        row = _metrics_row(update, visit, prepared.played, out, probe, self.settings, prepared.context.optimizer.lr)
         self.metrics.append(row)
         self.totals.add(row, visit)
+        s = self.settings
+        if s.kl_bound is not None and out.gradient_steps:
+            self.lr_scale = KL_BOUNDS[s.kl_bound](self.lr_scale, probe.kl, s.target_kl)
 
     def fail(self, update: int, exc: Exception) -> None:
         """End the run as failed at ``update``: a failed run is a result, and the study goes on."""

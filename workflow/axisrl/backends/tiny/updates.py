@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from axisrl.backends.tiny.train import TrainSettings
 
 __all__ = [
+    "KL_BOUNDS",
     "UPDATES",
     "Backward",
     "Score",
@@ -48,6 +49,7 @@ __all__ = [
     "grpo_update",
     "ppo_update",
     "register_update",
+    "rollout_kls",
     "run_updates",
     "trained_scores",
 ]
@@ -162,10 +164,10 @@ def _chosen_log_probs(policy: ToolPointer, episodes: Sequence[Episode], picks: S
     return _score_requests([policy], [Score(episodes, picks)])[0]
 
 
-def _score_requests(policies: Sequence[ToolPointer], requests: Sequence[Score]) -> list[Scored]:
+def _score_requests(policies: Sequence[ToolPointer], requests: Sequence[Score], trainable: bool = True) -> list[Scored]:
     """``requests[s]`` scored by ``policies[s]``, all in one forward (a ``PolicyStack`` built in the
-    autograd graph, for more than one); each policy's rows, and so its outputs and gradients, are
-    computed as they are for it alone."""
+    autograd graph, for more than one, unless not ``trainable``); each policy's rows, and so its
+    outputs and gradients, are computed as they are for it alone."""
     features, episode_seed, decisions, decision_rows, parts = [], [], [], [], []
     for s, (episodes, picks) in enumerate(requests):
         involved = sorted({b for b, _ in picks})
@@ -180,7 +182,7 @@ def _score_requests(policies: Sequence[ToolPointer], requests: Sequence[Score]) 
         decisions += unique
         decision_rows += [first_row[u] for u in range(len(unique))]
     n_seeds = len(policies)
-    scorer = policies[0] if n_seeds == 1 else PolicyStack(policies, trainable=True)
+    scorer = policies[0] if n_seeds == 1 else PolicyStack(policies, trainable=trainable)
     before = [policy.flops for policy in policies] if n_seeds == 1 else list(scorer.flops)
     batch_of_episodes = collate_episodes(features, np.asarray(episode_seed) if n_seeds > 1 else None, n_seeds)
     batch = collate(batch_of_episodes, decisions, decision_rows)
@@ -196,6 +198,45 @@ def _score_requests(policies: Sequence[ToolPointer], requests: Sequence[Score]) 
         seed_values = None if values is None else values[first : first + n_decisions][at]
         scored.append(Scored(log_probs[taken], seed_values, entropy, after[s] - before[s]))
     return scored
+
+
+def rollout_kls(policies: Sequence[ToolPointer], episodes: Sequence[Sequence[Episode]]) -> list[tuple[float, int]]:
+    """Per policy, the k3 estimate of KL(rollout policy || policy) over every decision of its
+    ``episodes`` (mean of ``r - 1 - log r``, ``r`` the new over the rollout's probability of the
+    action taken: unbiased, never negative), and the FLOPs of the forward, one without gradients
+    for all of them. verl's ``actor/ppo_kl`` is the same quantity's k1 estimate, per minibatch."""
+    requests = [Score(eps, [(b, t) for b, e in enumerate(eps) for t in range(len(e.actions))]) for eps in episodes]
+    with torch.no_grad():
+        scored = _score_requests(policies, requests, trainable=False)
+    measured = []
+    for request, answer in zip(requests, scored):
+        if not request.picks:
+            measured.append((0.0, answer.flops))
+            continue
+        old = torch.tensor([request.episodes[b].log_probs[t] for b, t in request.picks])
+        log_ratio = answer.log_probs - old
+        measured.append((float((torch.exp(log_ratio) - 1 - log_ratio).mean()), answer.flops))
+    return measured
+
+
+KlBound = Callable[[float, float, float], float]
+KL_BOUNDS: dict[str, KlBound] = {}
+"""Rules that bound an update's step by its measured ``rollout_kl``, by ``TrainSettings.kl_bound``:
+each maps (learning-rate scale, the last update's rollout_kl, target_kl) to the next scale."""
+
+
+def adaptive_lr(scale: float, kl: float, target: float) -> float:
+    """The KL-adaptive learning rate of PPO implementations for robotics (rsl_rl's ``schedule:
+    adaptive``, on an approximate KL): above twice the target the rate is divided by 1.5, below half
+    of it multiplied by 1.5, within a factor of 100 below and 10 above the configured rate."""
+    if kl > 2 * target:
+        scale /= 1.5
+    elif kl < target / 2:
+        scale *= 1.5
+    return min(max(scale, 0.01), 10.0)
+
+
+KL_BOUNDS["adaptive_lr"] = adaptive_lr
 
 
 def run_updates(contexts: Sequence[UpdateContext]) -> list[UpdateStats | Exception]:

@@ -30,8 +30,9 @@ reward_density                ``+reward.custom_reward_function.reward_kwargs.rew
 
 Not carried: ``width`` (an LLM's size is its ``model_path``), ``vf_coef`` (verl trains the critic
 with its own optimizer and ``critic.optim.lr``); ``leak_primitive_role``, ``max_rollout_steps``
-and ``max_flops`` have no verl counterpart, so a design that sets them is refused rather than
-silently run under another budget.
+and ``max_flops`` have no verl counterpart, and ``dynamic_sampling`` and ``kl_bound`` (the tiny
+learner's; verl 0.9.1's main_ppo has no group filter) are not carried yet, so a design that sets
+them is refused rather than silently run another way.
 """
 
 from __future__ import annotations
@@ -72,8 +73,14 @@ MAPPED = {
     "ent_coef",
     "reward_density",
 }
-NOT_CARRIED = {"width", "vf_coef"}
-REFUSED = {"leak_primitive_role": False, "max_rollout_steps": None, "max_flops": None}
+NOT_CARRIED = {"width", "vf_coef", "max_draws", "target_kl"}  # the last two: only with a refused switch
+REFUSED = {
+    "leak_primitive_role": False,
+    "max_rollout_steps": None,
+    "max_flops": None,
+    "dynamic_sampling": False,
+    "kl_bound": None,
+}
 """Settings verl cannot honour, with the only value accepted."""
 
 
@@ -217,7 +224,10 @@ def _checked(settings: Mapping[str, Any]) -> Mapping[str, Any]:
         raise ValueError(f"train settings the verl backend does not know: {unknown}")
     refused = sorted(k for k, accepted in REFUSED.items() if settings.get(k, accepted) != accepted)
     if refused:
-        raise ValueError(f"the verl backend cannot honour {refused} (the fixed_visits budget only, no leak check)")
+        raise ValueError(
+            f"the verl backend cannot honour {refused} (the fixed_visits budget only, no leak check, "
+            "no dynamic sampling or KL bound yet)"
+        )
     if settings["algo"] not in ("grpo", "ppo"):
         raise ValueError(f"algo must be 'grpo' or 'ppo', got {settings['algo']!r}")
     return settings

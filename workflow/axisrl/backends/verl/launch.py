@@ -30,7 +30,8 @@ loss                    ``actor/pg_loss``
 grad_norm               ``actor/grad_norm``
 env_steps, episodes     sum of ``env_steps`` / count of the step's training episodes (episode log)
 zero_variance_groups    groups (``uid``: one prompt's rollouts) of 2+ whose trained scores are all
-groups                  equal, and the number of groups (episode log)
+groups, drawn_groups    equal, and the number of groups (episode log; every group played is trained)
+rollout_kl              ``actor/ppo_kl`` (the KL to the rollout policy, k1, over the step's minibatches)
 value_loss              ``critic/vf_loss`` (PPO; None for GRPO)
 tokens                  ``perf/total_num_tokens`` (prompt and response tokens of the step)
 response_length_mean    ``response_length/mean``
@@ -238,11 +239,11 @@ def train(
 
 
 def _episode_columns(records: list[dict[str, Any]], reward_density: str) -> dict[str, Any]:
-    """success_mean, env_steps, episodes, zero_variance_groups, groups and the collapse diagnostics
+    """success_mean, env_steps, episodes, zero_variance_groups, groups, drawn_groups and the collapse diagnostics
     (``axisrl.diagnostics.STEP_COLUMNS``) of one step's training episodes."""
     counts = [EpisodeCounts(r["tool_calls"], r["turns"], r["parse_failures"], r["truncated"]) for r in records]
     if not records:
-        columns = ("success_mean", "env_steps", "episodes", "zero_variance_groups", "groups")
+        columns = ("success_mean", "env_steps", "episodes", "zero_variance_groups", "groups", "drawn_groups")
         return {**dict.fromkeys(columns), **step_diagnostics(counts)}
     scores: dict[str, list[float]] = defaultdict(list)
     for record in records:
@@ -253,6 +254,7 @@ def _episode_columns(records: list[dict[str, Any]], reward_density: str) -> dict
         "episodes": len(records),
         "zero_variance_groups": sum(len(s) > 1 and max(s) == min(s) for s in scores.values()),
         "groups": len(scores),
+        "drawn_groups": len(scores),
         **step_diagnostics(counts),
     }
 
@@ -295,6 +297,7 @@ def _attempt_rows(attempt: RunLayout, algo: str, reward_density: str, domain: st
             "update": step - 1,
             **{key: data.get(name) for key, name in VERL_METRICS.items()},
             "kl": kl,
+            "rollout_kl": data.get("actor/ppo_kl"),
             **_episode_columns(by_step[step], reward_density),
             **dict.fromkeys(UNMEASURED),
             **dict.fromkeys(NO_SYNTHETIC, 0),

@@ -15,7 +15,7 @@ loop read it unchanged.
 
 Where it stops: the code is generated from a closed set of templates, bugs are one-line mutations
 and edits are chosen from each line's offered rewrites (a finite action space, not free-form
-patches); the test runner executes in process under a line budget and a wall-clock deadline,
+patches); the test runner executes in process under a line budget and a CPU-time backstop,
 which bounds time but is no sandbox (no program outside the generator's and its rewrites runs).
 The tiny backend acts through its compact view (``lexicon``) and is cloned on its pretraining pool
 (tier P); there is no synthetic source for this domain.

@@ -5,11 +5,13 @@ module objects never are), resolves imports between them with an ``__import__`` 
 run touches ``sys.modules`` and threads can run suites side by side), and calls each test function.
 
 The time limit is a tracer on the repository's own frames: a budget of executed lines
-(deterministic, so a verdict never depends on how loaded the machine is) and a wall-clock deadline
-as a backstop; either stops the run with an exception the generated code cannot catch, and every
-test not finished fails. Every program that can run here is one the generator wrote or one of its
-offered one-line rewrites (``mutations``), none of which allocates without bound or calls into C for
-long, so a line budget bounds them all; this is a time limit, not a security boundary.
+(deterministic, so a verdict never depends on how loaded the machine is) and, as a backstop, a
+budget of the CPU time the run's own thread spends in repository code (``time.thread_time``: a
+machine loaded with other work slows the wall clock, not this); either stops the run with an
+exception the generated code cannot catch, and every test not finished fails. Every program that
+can run here is one the generator wrote or one of its offered one-line rewrites (``mutations``), none
+of which allocates without bound or calls into C for long, so a line budget bounds them all; this is
+a time limit, not a security boundary.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ ALLOWED_IMPORTS = frozenset({"dataclasses", "typing"})
 LINE_BUDGET = 200_000
 """Executed repository lines per run; a clean suite runs a few thousand."""
 TIME_LIMIT_S = 2.0
-"""Wall-clock backstop per run; a clean suite takes milliseconds."""
+"""Backstop per run, in CPU seconds of the thread running it; a clean suite takes milliseconds."""
 CACHE_SIZE = 8192
 REPR_CHARS = 240
 """Longest value shown in a failure message."""
@@ -66,6 +68,8 @@ class SuiteResult:
     outcomes: tuple[TestOutcome, ...]
     timed_out: bool
     seconds: float = field(compare=False)
+    out_of_time: bool = field(default=False, compare=False)
+    """Stopped by the CPU-time backstop, not the line budget: not a pure function of the texts."""
 
     @property
     def total(self) -> int:
@@ -99,9 +103,10 @@ def short_repr(value: Any) -> str:
 
 
 class Session:
-    """One run's modules, built lazily from ``files`` under one budget of lines and seconds.
+    """One run's modules, built lazily from ``files`` under one budget of lines and CPU seconds.
 
-    ``guarded`` runs a callable with the tracer on; repository code may only run inside it."""
+    ``guarded`` runs a callable with the tracer on; repository code may only run inside it, and
+    only the CPU time it spends there (on the calling thread) counts against the budget."""
 
     def __init__(self, files: Mapping[str, str], limits: Limits = Limits()) -> None:
         self.files = files
@@ -110,8 +115,12 @@ class Session:
         self.builtins = dict(vars(builtins))
         self.builtins["__import__"] = self._import
         self.remaining = limits.lines
-        self.deadline = time.monotonic() + limits.seconds
+        self.cpu_left = limits.seconds
+        self.cpu_deadline = 0.0
+        """``time.thread_time()`` at which the guarded call in progress spends the rest of ``cpu_left``."""
         self.tripped = False
+        self.out_of_time = False
+        """Stopped by the CPU backstop rather than by the line budget (such a run is never cached)."""
 
     # ---------------------------------------------------------------------------------- imports
 
@@ -155,8 +164,11 @@ class Session:
     def _local_trace(self, frame: types.FrameType, event: str, arg: Any) -> Callable | None:
         if event == "line":
             self.remaining -= 1
-            if self.remaining <= 0 or (not self.remaining & 255 and time.monotonic() > self.deadline):
+            if self.remaining <= 0:
                 self.tripped = True
+                raise _Stop
+            if not self.remaining & 255 and time.thread_time() > self.cpu_deadline:
+                self.tripped = self.out_of_time = True
                 raise _Stop
         return self._local_trace
 
@@ -166,6 +178,8 @@ class Session:
         if self.tripped:
             raise TimeoutError("the run exceeded its time limit")
         previous = sys.gettrace()
+        start = time.thread_time()
+        self.cpu_deadline = start + self.cpu_left
         sys.settrace(self._global_trace)
         try:
             return function(*args)
@@ -173,6 +187,7 @@ class Session:
             raise TimeoutError("the run exceeded its time limit") from None
         finally:
             sys.settrace(previous)
+            self.cpu_left -= time.thread_time() - start
 
 
 # -------------------------------------------------------------------------------------- the suite
@@ -252,7 +267,7 @@ def _run(files: Mapping[str, str], test_paths: Sequence[str], limits: Limits) ->
                 outcomes.append(TestOutcome(test_id, False, text, raised=text))
             else:
                 outcomes.append(TestOutcome(test_id, True))
-    return SuiteResult(tuple(outcomes), session.tripped, time.perf_counter() - start)
+    return SuiteResult(tuple(outcomes), session.tripped, time.perf_counter() - start, session.out_of_time)
 
 
 _CACHE: OrderedDict[str, SuiteResult] = OrderedDict()
@@ -272,8 +287,8 @@ def run_suite(
 ) -> SuiteResult:
     """Run the tests of ``test_paths`` (in that order) against ``files``.
 
-    The outcome is a pure function of the file texts and the limits (a run stopped by the wall
-    clock is the exception, and is never cached), so results are cached by content: replaying a
+    The outcome is a pure function of the file texts and the limits (a run stopped by the CPU-time
+    backstop is the exception, and is never cached), so results are cached by content: replaying a
     state an episode or a filter has run before costs a lookup. ``cache=False`` always runs."""
     test_paths = list(test_paths)
     key = _key(files, test_paths, limits)
@@ -284,7 +299,7 @@ def run_suite(
                 _CACHE.move_to_end(key)
                 return hit
     result = _run(files, test_paths, limits)
-    if cache and not (result.timed_out and result.seconds >= limits.seconds):
+    if cache and not result.out_of_time:
         with _CACHE_LOCK:
             _CACHE[key] = result
             while len(_CACHE) > CACHE_SIZE:
