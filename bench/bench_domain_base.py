@@ -1,7 +1,8 @@
 """RL from a domain's base against the base itself, on the validation tier V, at the default centre.
 
 Run: python bench/bench_domain_base.py webworld [--seeds 16] [--task-rule raw] [--workdir DIR]
-[--train KEY=VALUE ...] [--point d_env=32] (2 cores, nothing else running; record in bench/README.md)
+[--train KEY=VALUE ...] [--point d_env=32] [--set pretrain.steps=200]
+(2 cores, nothing else running; record in bench/README.md)
 
 The domain's study on the default config (``domain: <name>``, tasks counted by ``--task-rule``) is
 planned with its axis sweeps only; the workflow then builds the centre point's train jobs alone (its
@@ -55,6 +56,34 @@ def overlay(domain: str, seeds: int, task_rule: str, train: dict, grids: dict) -
     }
 
 
+def sampled(workdir: Path, ok: pl.DataFrame, targets: list[str], domain: str) -> None:
+    """The base and every run played on V with sampled actions (one episode a task, the study's
+    episode seeds), beside the study's greedy V success: a policy that acts well only greedily
+    explores badly, and its GRPO groups score alike."""
+    import torch
+
+    from axisrl.backends.tiny import evaluate, load_policy, policy_of
+
+    (dedup,) = {path.parent for path in workdir.glob("results/dedup/*/heldout_envs.parquet")}
+    envs = pl.read_parquet(dedup / "heldout_envs.parquet").to_dicts()
+    tasks = pl.read_parquet(dedup / "heldout_tasks.parquet").filter(pl.col("keep") & (pl.col("tier") == "V"))
+    bases = [torch.load(path, weights_only=True)[0] for path in workdir.glob("results/pretrain/*/base.pt")]
+    (base,) = [b for b in bases if b["param_hash"] == ok["base_param_hash"][0]]
+
+    def success(policy: object) -> float:
+        records = evaluate(policy, envs, tasks.to_dicts(), seed=0, greedy=False, domain=domain)
+        return float(np.mean([r["success"] for r in records]))
+
+    base_sampled = success(policy_of(base))
+    runs = []
+    for target in targets:
+        folder = workdir / Path(target).parent
+        for seed in pl.read_parquet(folder / "runs.parquet").filter(pl.col("status") == "ok")["seed"]:
+            runs.append(success(load_policy(folder / "policies.pt", seed)))
+    gain = np.asarray(runs) - base_sampled
+    print(f"  sampled on V: base {base_sampled:.3f}, runs {np.mean(runs):.3f}, {int((gain > 0).sum())} above the base")
+
+
 def _split(text: str) -> tuple[str, str]:
     key, _, value = text.partition("=")
     return key, value
@@ -74,13 +103,22 @@ def main() -> None:
     parser.add_argument("--train", action="append", default=[], metavar="KEY=VALUE", help="e.g. kl_coef=0.1")
     parser.add_argument("--point", action="append", default=[], metavar="AXIS=VALUE", help="e.g. d_env=32")
     parser.add_argument("--grid", action="append", default=[], metavar="AXIS=V1,V2", help="e.g. d_env=2,8,32")
+    parser.add_argument("--sampled", action="store_true", help="also play V sampled (the study evaluates greedily)")
+    parser.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE", help="pretrain.steps=200")
     args = parser.parse_args()
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix=f"axisrl-{args.domain}-"))
     shutil.copytree(ROOT / "config", workdir / "config", dirs_exist_ok=True)
     overlay_path = workdir / "centre.yaml"
     settings = dict(map(_setting, args.train))
     grids = {axis: [int(v) for v in values.split(",")] for axis, values in map(_split, args.grid)}
-    overlay_path.write_text(yaml.safe_dump(overlay(args.domain, args.seeds, args.task_rule, settings, grids)))
+    config_overlay = overlay(args.domain, args.seeds, args.task_rule, settings, grids)
+    for path, value in map(_setting, args.set):
+        *sections, key = path.split(".")
+        node = config_overlay
+        for section in sections:
+            node = node.setdefault(section, {})
+        node[key] = value
+    overlay_path.write_text(yaml.safe_dump(config_overlay))
     schema_path = ROOT / "config" / "schema.yaml"
     config = load_config(ROOT / "config" / "config.yaml", overlay_path, schema_path=schema_path)
     centre = {**config["study"]["centre"], **{axis: int(value) for axis, value in map(_split, args.point)}}
@@ -114,6 +152,8 @@ def main() -> None:
     signal = [c for c in ("train_success", "zero_variance_share", "rollout_kl_mean") if c in ok.columns]
     spent = (ok["executed_compute"] / ok["executed_compute"].mean()).std() if "executed_compute" in ok.columns else None
     means = ", ".join(f"{c} {ok[c].mean():.3f}" for c in signal)
+    if args.sampled:
+        sampled(workdir, ok, targets, args.domain)
     print(f"  {means}; executed compute {ok['executed_compute'].mean():.3g} FLOPs (relative SD {spent:.2f})")
     print(f"  study kept in {workdir}", file=sys.stderr)
 

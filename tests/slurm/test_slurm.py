@@ -1,10 +1,10 @@
-"""The smoke study, up to its collected runs, on a real single-node Slurm (tests/slurm/cluster.sh) through
-the CI profile workflow/profiles/slurm-ci: where each job ran, that the results equal a local run's, and
-that a cancelled train job is run again. The tables and figures after `collect` are jobs of the same kind
-(default resources on the cpu partition) and are left out: each Slurm job costs a workflow parse and the
-executor's status polls, which back off by 10 s while no job ends. Skipped only where Slurm cannot be
-set up (not root, or no apt-get to install it); the cluster is started once for the module and stopped
-by PID afterwards.
+"""Two train jobs of the smoke study and every job before them (pool, embeddings, dedup, base) on a real
+single-node Slurm (tests/slurm/cluster.sh) through the CI profile workflow/profiles/slurm-ci: where each
+job ran, that the results equal a local run's, and that a cancelled train job is run again. The smoke
+study's other train jobs, tables and figures are jobs of the same kinds and are left out: each Slurm job
+parses the workflow again and waits for the executor's status polls, about 25 s of a loaded machine each.
+Skipped only where Slurm cannot be set up (not root, or no apt-get to install it); the cluster is started
+once for the module and stopped by PID afterwards.
 By hand: tests/slurm/cluster.sh up; eval "$(tests/slurm/cluster.sh env)"; snakemake --profile
 workflow/profiles/slurm-ci --configfile config/studies/smoke.yaml; tests/slurm/cluster.sh down."""
 
@@ -32,8 +32,8 @@ CLUSTER = Path(__file__).with_name("cluster.sh")
 CANNOT_SET_UP = 77
 """cluster.sh's exit status where Slurm is missing and cannot be installed."""
 PROFILE = ("--profile", "workflow/profiles/slurm-ci")
-UNTIL = ("--until", "collect")
-"""The part of the smoke study that goes through Slurm: everything up to the collected runs."""
+TRAIN_JOBS = 2
+"""Train jobs of the smoke study that go through Slurm (two: one GPU must run them one after the other)."""
 SUBMITTED = re.compile(r"has been submitted with SLURM jobid (\d+) \(log: \S*/slurm_logs/rule_([^/]+)/")
 
 
@@ -125,31 +125,38 @@ class SlurmRun:
 
 
 @pytest.fixture(scope="module")
-def slurm_run(cluster, tmp_path_factory) -> SlurmRun:
-    """The smoke study up to `collect` through the CI profile; its Slurm jobs as slurmctld recorded them."""
-    workdir = copy_workflow(tmp_path_factory.mktemp("slurm"))
-    done = snakemake(workdir, *PROFILE, *SMOKE, *UNTIL)
-    output = done.stdout + done.stderr  # a run logs to stderr (a dry run to stdout)
-    known = slurm_jobs()
-    return SlurmRun(workdir, output, [(rule, known[job]) for job, rule in submitted(output)])
-
-
-@pytest.fixture(scope="module")
 def local_run(cluster, smoke_study) -> Path:
     """The same study with the local executor: the session's shared smoke study (it asks for the cluster
     only so that it is skipped along with the Slurm tests)."""
     return smoke_study
 
 
+@pytest.fixture(scope="module")
+def targets(local_run) -> tuple[str, ...]:
+    """The runs files of the smoke study's first ``TRAIN_JOBS`` train jobs (by key)."""
+    keys = sorted(path.name for path in (local_run / "results" / "train").iterdir())[:TRAIN_JOBS]
+    return tuple(f"results/train/{key}/runs.parquet" for key in keys)
+
+
+@pytest.fixture(scope="module")
+def slurm_run(cluster, targets, tmp_path_factory) -> SlurmRun:
+    """The ``targets`` and their upstream jobs through the CI profile; its Slurm jobs as slurmctld recorded them."""
+    workdir = copy_workflow(tmp_path_factory.mktemp("slurm"))
+    done = snakemake(workdir, *targets, *PROFILE, *SMOKE)
+    output = done.stdout + done.stderr  # a run logs to stderr (a dry run to stdout)
+    known = slurm_jobs()
+    return SlurmRun(workdir, output, [(rule, known[job]) for job, rule in submitted(output)])
+
+
 def test_train_jobs_ran_on_the_gpu_partition_with_a_gpu_and_the_rest_on_cpu(slurm_run):
-    local = set(re.findall(r"^localrule (\w+):", slurm_run.output, flags=re.M))  # catalog and all, today
-    assert local and "train" not in local, local
+    local = set(re.findall(r"^localrule (\w+):", slurm_run.output, flags=re.M))  # none before train, today
+    assert "train" not in local, local
     expected = {rule: n for rule, n in job_stats(slurm_run.output).items() if rule not in local}
     ran: dict[str, int] = {}
     for rule, _ in slurm_run.jobs:
         ran[rule] = ran.get(rule, 0) + 1
     assert ran == expected  # every job but the local rules went through Slurm, once
-    assert ran["train"] > 1
+    assert ran["train"] == TRAIN_JOBS
     for rule, job in slurm_run.jobs:
         assert (job["JobState"], job["ExitCode"]) == ("COMPLETED", "0:0"), (rule, job)
         assert job["Comment"].startswith(f"rule_{rule}"), (rule, job)
@@ -162,20 +169,21 @@ def test_train_jobs_ran_on_the_gpu_partition_with_a_gpu_and_the_rest_on_cpu(slur
     assert all(start >= previous_end for (_, previous_end), (start, _) in zip(spans, spans[1:])), spans
 
 
-def test_slurm_run_collects_the_same_runs_as_a_local_run(slurm_run, local_run):
-    (slurm_dir,) = (slurm_run.workdir / "results" / "collect").iterdir()
-    (local_dir,) = (local_run / "results" / "collect").iterdir()
-    assert slurm_dir.name == local_dir.name  # the same config hash
-    on_slurm, local = (pl.read_parquet(d / "runs.parquet").sort("run_key") for d in (slurm_dir, local_dir))
-    assert on_slurm.columns == local.columns and on_slurm.height == local.height > 0
-    assert (on_slurm["status"] == "ok").all()
-    compared = [c for c in local.columns if not wall_time(c)]
-    for column in compared:
-        assert on_slurm[column].equals(local[column]), column
-    episodes = [pl.read_parquet(d / "episodes.parquet") for d in (slurm_dir, local_dir)]
-    assert episodes[0].equals(episodes[1])
+def test_slurm_train_jobs_give_a_local_runs_results(slurm_run, local_run, targets):
+    for target in targets:
+        on_slurm, local = (pl.read_parquet(root / target).sort("run_key") for root in (slurm_run.workdir, local_run))
+        assert on_slurm.columns == local.columns and on_slurm.height == local.height > 0
+        assert (on_slurm["status"] == "ok").all()
+        compared = [c for c in local.columns if not wall_time(c)]
+        for column in compared:
+            assert on_slurm[column].equals(local[column]), column
+        for name in ("metrics.parquet", "episodes.parquet"):
+            theirs, ours = (
+                pl.read_parquet(root / target.replace("runs.parquet", name)) for root in (slurm_run.workdir, local_run)
+            )
+            assert theirs.equals(ours), (target, name)
     # Remote jobs left complete metadata: the same profile sees nothing to do.
-    assert "Nothing to be done" in snakemake(slurm_run.workdir, "-n", *PROFILE, *SMOKE, *UNTIL).stdout
+    assert "Nothing to be done" in snakemake(slurm_run.workdir, "-n", *targets, *PROFILE, *SMOKE).stdout
 
 
 def copy_of(run: SlurmRun, dest: Path) -> tuple[Path, str]:
