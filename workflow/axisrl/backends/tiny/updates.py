@@ -164,10 +164,10 @@ def _chosen_log_probs(policy: ToolPointer, episodes: Sequence[Episode], picks: S
     return _score_requests([policy], [Score(episodes, picks)])[0]
 
 
-def _score_requests(policies: Sequence[ToolPointer], requests: Sequence[Score], trainable: bool = True) -> list[Scored]:
+def _score_requests(policies: Sequence[ToolPointer], requests: Sequence[Score]) -> list[Scored]:
     """``requests[s]`` scored by ``policies[s]``, all in one forward (a ``PolicyStack`` built in the
-    autograd graph, for more than one, unless not ``trainable``); each policy's rows, and so its
-    outputs and gradients, are computed as they are for it alone."""
+    autograd graph, for more than one); each policy's rows, and so its outputs and gradients, are
+    computed as they are for it alone."""
     features, episode_seed, decisions, decision_rows, parts = [], [], [], [], []
     for s, (episodes, picks) in enumerate(requests):
         involved = sorted({b for b, _ in picks})
@@ -182,7 +182,7 @@ def _score_requests(policies: Sequence[ToolPointer], requests: Sequence[Score], 
         decisions += unique
         decision_rows += [first_row[u] for u in range(len(unique))]
     n_seeds = len(policies)
-    scorer = policies[0] if n_seeds == 1 else PolicyStack(policies, trainable=trainable)
+    scorer = policies[0] if n_seeds == 1 else PolicyStack(policies, trainable=True)
     before = [policy.flops for policy in policies] if n_seeds == 1 else list(scorer.flops)
     batch_of_episodes = collate_episodes(features, np.asarray(episode_seed) if n_seeds > 1 else None, n_seeds)
     batch = collate(batch_of_episodes, decisions, decision_rows)
@@ -203,11 +203,12 @@ def _score_requests(policies: Sequence[ToolPointer], requests: Sequence[Score], 
 def rollout_kls(policies: Sequence[ToolPointer], episodes: Sequence[Sequence[Episode]]) -> list[tuple[float, int]]:
     """Per policy, the k3 estimate of KL(rollout policy || policy) over every decision of its
     ``episodes`` (mean of ``r - 1 - log r``, ``r`` the new over the rollout's probability of the
-    action taken: unbiased, never negative), and the FLOPs of the forward, one without gradients
-    for all of them. verl's ``actor/ppo_kl`` is the same quantity's k1 estimate, per minibatch."""
+    action taken: unbiased, never negative), and the FLOPs of its forward without gradients.
+    verl's ``actor/ppo_kl`` is the same quantity's k1 estimate, per minibatch. One forward per
+    policy: stacking the policies' weights for one forward costs more than the forward saves."""
     requests = [Score(eps, [(b, t) for b, e in enumerate(eps) for t in range(len(e.actions))]) for eps in episodes]
     with torch.no_grad():
-        scored = _score_requests(policies, requests, trainable=False)
+        scored = [_score_requests([policy], [request])[0] for policy, request in zip(policies, requests)]
     measured = []
     for request, answer in zip(requests, scored):
         if not request.picks:
