@@ -428,7 +428,7 @@ class Probe(NamedTuple):
 
 PROBE_EVERY = 4
 """``rollout_kl`` is measured after every this many updates (the first included), or after every
-update under a KL bound: measuring every update cost about 7 % of a default run's CPU."""
+update under a KL bound (bench/README.md: the probe's cost)."""
 
 
 def _summed(stats: Sequence[RolloutStats]) -> RolloutStats:
@@ -657,9 +657,9 @@ def _stepped(out: UpdateStats | Exception) -> bool:
 
 def _probes(stepped: Sequence[tuple[SeedRun, Visit]]) -> dict[int, Probe]:
     """Each run's ``rollout_kl`` on the decisions of the first real rollout of each group it trained
-    on (one in ``group_size``: re-scoring every rollout cost a third of a default run's CPU), all
-    runs in one forward without gradients. Behaviour cloning teacher-forces its episodes (no
-    rollout policy): not measured."""
+    on (one in ``group_size``: re-scoring every rollout of every update cost 30 % of a default
+    run's CPU), without gradients. Behaviour cloning teacher-forces its episodes (no rollout
+    policy): not measured."""
     if not stepped or stepped[0][0].settings.algo == "bc":
         return {}
     size = stepped[0][0].settings.group_size
@@ -669,9 +669,10 @@ def _probes(stepped: Sequence[tuple[SeedRun, Visit]]) -> dict[int, Probe]:
 
 class SeedRun:
     """One seed's run: its generators, policy (and reference), optimiser, task sampler, synthetic
-    source, metrics and totals. ``train_seeds`` asks it for each update's ``visit``, plays the
-    visit's real rollouts beside the other seeds', and hands them to ``update``: its synthetic
-    rollouts, the update rule and the metrics row (the loop ROLLOUT, UPDATE, RECORD of a seed)."""
+    source, metrics and totals. ``train_seeds`` asks it for each update's ``draw`` (and, under
+    dynamic sampling, more while it is ``short``), plays their real rollouts beside the other
+    seeds', then asks it to ``prepare`` the update (its visit, synthetic rollouts and the rule's
+    context) and to ``record`` it (the loop ROLLOUT, UPDATE, RECORD of a seed)."""
 
     def __init__(
         self,
