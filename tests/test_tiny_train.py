@@ -43,6 +43,7 @@ QUICK = {"updates": 3, "visits_per_update": 4, "group_size": 4, "width": 16}
 RECORD_KEYS = {"task_id", "env_id", "tier", "success", "reward", "partial", "steps", "tool_calls", "errors"}
 train_module = importlib.import_module("axisrl.backends.tiny.train")  # the package's ``train`` is the function
 updates_module = importlib.import_module("axisrl.backends.tiny.updates")
+visits_module = importlib.import_module("axisrl.backends.tiny.visits")
 
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -555,23 +556,23 @@ class Scored(NamedTuple):
     partial: float = 0.0
 
 
-def _draw(scores: list[list[float]], first_task: int) -> train_module.Draw:
+def _draw(scores: list[list[float]], first_task: int) -> visits_module.Draw:
     tasks = [{"task_id": f"t{first_task + g}", "env_id": "e"} for g in range(len(scores))]
     episodes = [Scored(score) for group in scores for score in group]
-    return train_module.Draw(tasks, np.arange(len(scores)), episodes)
+    return visits_module.Draw(tasks, np.arange(len(scores)), episodes)
 
 
 def test_dynamic_sampling_keeps_the_first_groups_with_a_signal_and_counts_every_draw():
     settings = quick(group_size=2, dynamic_sampling=True)
     draws = [_draw([[0, 0], [1, 0], [1, 1]], 0), _draw([[0, 1], [0, 0], [1, 0]], 3)]
-    visit = train_module._visit(draws, settings, None)
+    visit = visits_module.visit_of(draws, settings, None)
     assert [task["task_id"] for task in visit.tasks] == ["t1", "t3", "t5"]  # as many as the first draw had
     assert [e.reward for e in visit.episodes] == [1, 0, 0, 1, 1, 0] and visit.groups.tolist() == [0, 0, 1, 1, 2, 2]
     assert len(visit.played) == 12 and len(visit.drawn_tasks) == 6
     assert visit.dropped_zero_variance == 3  # t0, t2 and t4 played alike; none had a signal left over
-    nothing = train_module._visit([_draw([[0, 0], [1, 1]], 0), _draw([[0, 0], [0, 0]], 2)], settings, None)
+    nothing = visits_module.visit_of([_draw([[0, 0], [1, 1]], 0), _draw([[0, 0], [0, 0]], 2)], settings, None)
     assert [task["task_id"] for task in nothing.tasks] == ["t0", "t1"] and nothing.dropped_zero_variance == 2
-    plain = train_module._visit(draws[:1], quick(group_size=2), None)
+    plain = visits_module.visit_of(draws[:1], quick(group_size=2), None)
     assert [task["task_id"] for task in plain.tasks] == ["t0", "t1", "t2"] and plain.dropped_zero_variance == 0
 
 

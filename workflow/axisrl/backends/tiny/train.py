@@ -52,7 +52,8 @@ Top to bottom: the settings, the result and the run's totals; the caps; the part
 (its visit, its metrics row); ``train`` and ``train_seeds``, whose loop is ROLLOUT, UPDATE, RECORD;
 last ``SeedRun``, one seed's state and its side of each update.
 The update rules and their registry ``UPDATES`` live in ``updates``, the synthetic trajectories
-(and ``TaskSampler``, which walks the tasks as well as a task's replay rows) in ``synthetic``.
+(and ``TaskSampler``, which walks the tasks as well as a task's replay rows) in ``synthetic``, an
+update's draws and what it trains on of them (``Draw``, ``Visit``) in ``visits``.
 """
 
 from __future__ import annotations
@@ -60,7 +61,6 @@ from __future__ import annotations
 import copy
 import dataclasses
 import hashlib
-import json
 import logging
 import math
 import time
@@ -75,7 +75,7 @@ from axisrl.backends.tiny.algos import LOSS_AGG_MODES
 from axisrl.backends.tiny.fast_torch import Adam, deterministic_eager_ops
 from axisrl.backends.tiny.policy import PolicyStack, ToolPointer
 from axisrl.backends.tiny.rollout import Diverged, Episode, RolloutStats, Specs, no_cyclic_gc, rollout_seeds
-from axisrl.backends.tiny.synthetic import Synthesizer, SyntheticEpisodes, SyntheticTrajectories, TaskSampler
+from axisrl.backends.tiny.synthetic import Synthesizer, SyntheticTrajectories, TaskSampler
 from axisrl.backends.tiny.updates import (
     KL_BOUNDS,
     UPDATES,
@@ -85,6 +85,7 @@ from axisrl.backends.tiny.updates import (
     run_updates,
     trained_scores,
 )
+from axisrl.backends.tiny.visits import Draw, Visit, new_draw, summed_stats, visit_of, with_signal
 from axisrl.diagnostics import EpisodeCounts, step_diagnostics
 from axisrl.domains import DEFAULT_DOMAIN
 
@@ -354,53 +355,36 @@ def dearest_visit_flops(metrics: Sequence[Mapping[str, Any]]) -> float:
     updates by the average visit let two trained groups overshoot the cap by 3 %."""
     recent = metrics[-RECENT_UPDATES:]
     rollout = sum(row["rollout_flops"] for row in recent) / sum(row["drawn_groups"] for row in recent)
-    per_trained = [row["train_flops"] / n for row in metrics for n in [_trained_with_signal(row)] if n > 0]
+    per_trained = [row["train_flops"] / n for row in metrics for n in [_trainedwith_signal(row)] if n > 0]
     return rollout + max(per_trained, default=0.0)
 
 
-def _trained_with_signal(row: Mapping[str, Any]) -> int:
+def _trainedwith_signal(row: Mapping[str, Any]) -> int:
     """Groups an update trained on that had a learning signal (at most its groups with one, of those drawn)."""
     return min(row["groups"], row["drawn_groups"] - row["zero_variance_groups"])
 
 
-def _visits_within_caps(s: TrainSettings, metrics: Sequence[Mapping[str, Any]], totals: RunTotals) -> int:
-    """Visits the next update plays, 0 to end the run: 0 once the env-step cap is reached;
-    ``visits_per_update``, or under a FLOP cap at most half the visits the cap leaves at the dearest
-    a visit can cost (``dearest_visit_flops``), so that a run closes in on its cap from below in
-    shrinking updates; with less than two such visits left, one more if that lands nearer the cap
-    even when it trains."""
-    if s.max_rollout_steps is not None and totals.env_steps >= s.max_rollout_steps:
+def _visits_within_caps(
+    s: TrainSettings,
+    metrics: Sequence[Mapping[str, Any]],
+    totals: RunTotals,
+    drawn: Sequence[RolloutStats] = (),
+    most: int | None = None,
+) -> int:
+    """Visits the next draw plays, 0 to end it: 0 once the env-step cap is reached; ``most``
+    (``visits_per_update``), or under a FLOP cap at most half the visits the cap leaves at the
+    dearest a visit can cost (``dearest_visit_flops``), so that a run closes in on its cap from
+    below in shrinking updates; with less than two such visits left, one more if that lands nearer
+    the cap even when it trains. ``drawn``: the update's draws played so far (dynamic sampling),
+    counted as spent."""
+    most = s.visits_per_update if most is None else most
+    if s.max_rollout_steps is not None and totals.env_steps + sum(p.env_steps for p in drawn) >= s.max_rollout_steps:
         return 0
     if s.max_flops is None or not metrics:
-        return s.visits_per_update
-    left = (s.max_flops - (totals.rollout_flops + totals.train_flops)) / dearest_visit_flops(metrics)
-    return min(s.visits_per_update, math.floor(left / 2)) if left >= 2 else int(left >= 0.5)
-
-
-class Draw(NamedTuple):
-    """Tasks drawn for an update and their real rollouts, ``group_size`` of each task, task by task."""
-
-    tasks: list[Mapping[str, Any]]
-    episode_seeds: np.ndarray
-    episodes: list[Episode]
-    scripts: list[list[Any]] | None = None
-    """Behaviour cloning: each episode's reference calls, teacher-forced instead of sampled."""
-
-
-class Visit(NamedTuple):
-    """What one update trains on: its visited tasks and the episodes on them; and what it played."""
-
-    tasks: list[Mapping[str, Any]]
-    episodes: list[Episode]
-    """``group_size`` real rollouts of each task, task by task."""
-    synthetic: SyntheticEpisodes
-    groups: torch.Tensor
-    """The group (index of the task) of every episode, real then synthetic."""
-    played: list[Episode]
-    """Every real rollout the update drew (``episodes`` and, under dynamic sampling, the dropped groups')."""
-    drawn_tasks: list[Mapping[str, Any]]
-    dropped_zero_variance: int = 0
-    """Groups drawn, not trained on, whose rollouts all scored alike."""
+        return most
+    spent = totals.rollout_flops + totals.train_flops + sum(p.flops for p in drawn)
+    left = (s.max_flops - spent) / dearest_visit_flops(metrics)
+    return min(most, math.floor(left / 2)) if left >= 2 else int(left >= 0.5)
 
 
 class Prepared(NamedTuple):
@@ -429,60 +413,6 @@ class Probe(NamedTuple):
 PROBE_EVERY = 4
 """``rollout_kl`` is measured after every this many updates (the first included), or after every
 update under a KL bound (bench/README.md: the probe's cost)."""
-
-
-def _summed(stats: Sequence[RolloutStats]) -> RolloutStats:
-    """One update's draws as one rollout: counts, FLOPs and seconds added, diverged if any did."""
-    if len(stats) == 1:
-        return stats[0]
-    total = RolloutStats()
-    for field_ in dataclasses.fields(RolloutStats):
-        values = [getattr(part, field_.name) for part in stats]
-        setattr(total, field_.name, any(values) if field_.name == "diverged" else sum(values))
-    return total
-
-
-def _draw(tasks: list[Mapping[str, Any]], episode_seeds: np.ndarray, specs: Specs, s: TrainSettings) -> Draw:
-    """The episodes of ``tasks``, each task's on one start (one anonymisation) from its episode seed."""
-    episodes = [
-        episode
-        for g, task in enumerate(tasks)
-        for episode in Episode.group(specs, task, int(episode_seeds[g]), s.leak_primitive_role, s.group_size)
-    ]
-    scripts = [json.loads(task["reference"]) for task in tasks for _ in range(s.group_size)] if s.algo == "bc" else None
-    return Draw(tasks, episode_seeds, episodes, scripts)
-
-
-def _with_signal(draw: Draw, s: TrainSettings) -> list[bool]:
-    """Per drawn task: whether its played rollouts' trained scores differ (a group with a learning signal)."""
-    scores = trained_scores(draw.episodes, s.reward_density).view(len(draw.tasks), s.group_size)
-    return (scores.max(dim=1).values > scores.min(dim=1).values).tolist()
-
-
-def _visit(draws: Sequence[Draw], s: TrainSettings, synthesizer: Synthesizer | None) -> Visit:
-    """The update's visit from its played draws: every group of the one draw, or under dynamic
-    sampling the first groups with a signal, as many as the first draw has (the first draw's
-    groups when none has one); the synthetic trajectories of the groups kept join them."""
-    everything = [(k, g) for k, draw in enumerate(draws) for g in range(len(draw.tasks))]
-    kept = everything
-    if s.dynamic_sampling:
-        signal = [(k, g) for k, draw in enumerate(draws) for g, ok in enumerate(_with_signal(draw, s)) if ok]
-        kept = signal[: len(draws[0].tasks)] or [(0, g) for g in range(len(draws[0].tasks))]
-    size = s.group_size
-    tasks = [draws[k].tasks[g] for k, g in kept]
-    episode_seeds = np.asarray([draws[k].episode_seeds[g] for k, g in kept])
-    episodes = [e for k, g in kept for e in draws[k].episodes[g * size : (g + 1) * size]]
-    synthetic = (
-        synthesizer.episodes(tasks, episode_seeds) if synthesizer is not None else SyntheticEpisodes([], [], None, 0)
-    )
-    groups = torch.cat(
-        [torch.arange(len(tasks)).repeat_interleave(size), torch.tensor(synthetic.groups, dtype=torch.int64)]
-    )
-    dropped = set(everything) - set(kept)
-    dropped_zero_variance = sum(not _with_signal(draws[k], s)[g] for k, g in dropped)
-    played = [e for draw in draws for e in draw.episodes]
-    drawn_tasks = [task for draw in draws for task in draw.tasks]
-    return Visit(tasks, episodes, synthetic, groups, played, drawn_tasks, dropped_zero_variance)
 
 
 def _add_timings(timings: dict[str, float], played: Played, rollout_seconds: float, train_seconds: float) -> None:
@@ -739,24 +669,16 @@ class SeedRun:
         if visits == 0:
             return False
         chosen = [self.tasks[k] for k in self.sampler.take(visits)]
-        self.draws.append(_draw(chosen, self.seed_rng.integers(0, 2**62, size=visits), self.specs, self.settings))
+        self.draws.append(new_draw(chosen, self.seed_rng.integers(0, 2**62, size=visits), self.specs, self.settings))
         return True
 
     def short(self) -> bool:
         """Dynamic sampling: whether the draws so far hold fewer groups with a signal than the first draw's size."""
-        return sum(sum(_with_signal(draw, self.settings)) for draw in self.draws) < len(self.draws[0].tasks)
+        return sum(sum(with_signal(draw, self.settings)) for draw in self.draws) < len(self.draws[0].tasks)
 
     def extra_visits(self) -> int:
         """The size of one more draw: the first draw's, or less where a cap (counting the draws so far) is near."""
-        s, played = self.settings, self.played
-        steps = self.totals.env_steps + sum(p.env_steps for p in played)
-        if s.max_rollout_steps is not None and steps >= s.max_rollout_steps:
-            return 0
-        if s.max_flops is None or not self.metrics:
-            return len(self.draws[0].tasks)
-        spent = self.totals.rollout_flops + self.totals.train_flops + sum(p.flops for p in played)
-        left = (s.max_flops - spent) / dearest_visit_flops(self.metrics)
-        return min(len(self.draws[0].tasks), math.floor(left / 2)) if left >= 2 else 0
+        return _visits_within_caps(self.settings, self.metrics, self.totals, self.played, len(self.draws[0].tasks))
 
     def probes(self, update: int, out: UpdateStats | Exception) -> bool:
         """Whether ``rollout_kl`` is measured after this update: it stepped, and a KL bound reads it
@@ -773,8 +695,8 @@ class SeedRun:
         synthetic rollouts played, the rule's context. None when the run failed (non-finite
         scores, or an exception in its synthetic rollouts)."""
         s, started = self.settings, time.process_time()
-        visit = _visit(self.draws, s, self.synthesizer)
-        real = _summed(self.played)
+        visit = visit_of(self.draws, s, self.synthesizer)
+        real = summed_stats(self.played)
         try:
             if real.diverged:
                 raise Diverged("non-finite candidate scores")
