@@ -95,3 +95,10 @@ def collected(
         .join(steps, on="run_key", how="left")
     )
     return frame, episodes
+
+
+def base_success(episodes: pl.DataFrame) -> dict[str, float]:
+    """The base's held-out success per tier as ``p_<tier>_base`` (a run's reference point), and
+    ``p_all_base`` pooled over the test tiers as collect pools a run's (never V)."""
+    wide = success_by_tier(episodes).row(0, named=True)
+    return {f"{column}_base": wide[column] for column in wide if column.startswith("p_")}

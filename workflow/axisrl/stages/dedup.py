@@ -113,3 +113,11 @@ def dedup_sources(
             log.info("dedup %s: %d of %d tasks kept", source, kept, total)
     write_artifact(envs, outputs["synthetic_envs"], spec)
     write_artifact(tasks, outputs["synthetic_tasks"], spec)
+
+
+def heldout(inputs: Mapping[str, str]) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The held-out pool every run is evaluated on: its environments and the tasks dedup kept."""
+    return (
+        read_artifact(inputs["heldout_envs"], "dedup"),
+        read_artifact(inputs["heldout_tasks"], "dedup").filter(pl.col("keep")),
+    )

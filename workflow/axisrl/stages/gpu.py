@@ -16,7 +16,7 @@ from axisrl.backends.llm_eval import Engine
 from axisrl.backends.llm_eval import evaluate as evaluate_llm
 from axisrl.config import StageSpec
 from axisrl.diagnostics import run_diagnostics
-from axisrl.stages.train import heldout
+from axisrl.stages.dedup import heldout
 
 log = logging.getLogger("axisrl")
 

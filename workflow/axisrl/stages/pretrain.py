@@ -21,8 +21,8 @@ import polars as pl
 from axisrl.artifacts import read_artifact, write_artifact
 from axisrl.config import StageSpec
 from axisrl.laws.data import VALIDATION_TIER
+from axisrl.stages.dedup import heldout
 from axisrl.stages.pools import ENV_COLUMNS, TASK_COLUMNS
-from axisrl.stages.train import heldout
 from axisrl.threads import limit_threads
 
 log = logging.getLogger("axisrl")
@@ -177,12 +177,3 @@ def pretrain(
         outputs["episodes"],
         spec,
     )
-
-
-def base_success(episodes: pl.DataFrame) -> dict[str, float]:
-    """The base's held-out success per tier as ``p_<tier>_base`` (a run's reference point), and
-    ``p_all_base`` pooled over the test tiers as collect pools a run's (never V)."""
-    from axisrl.stages.collect import success_by_tier
-
-    wide = success_by_tier(episodes).row(0, named=True)
-    return {f"{column}_base": wide[column] for column in wide if column.startswith("p_")}

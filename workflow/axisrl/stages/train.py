@@ -16,6 +16,8 @@ from axisrl import domains
 from axisrl.artifacts import read_artifact, write_artifact
 from axisrl.config import StageSpec
 from axisrl.diagnostics import run_diagnostics
+from axisrl.stages.collect import base_success
+from axisrl.stages.dedup import heldout
 from axisrl.threads import limit_threads
 
 log = logging.getLogger("axisrl")
@@ -116,19 +118,9 @@ def starting_point(settings: Mapping[str, Any], inputs: Mapping[str, str]) -> tu
         return None, {}
     import torch
 
-    from axisrl.stages.pretrain import base_success
-
     base = torch.load(inputs["base"], weights_only=True)[0]
     record = {"base_param_hash": base["param_hash"], "base_bc_steps": base["bc_steps"], "base_flops": base["bc_flops"]}
     return base["state_dict"], {**record, **base_success(read_artifact(inputs["base_episodes"], "pretrain"))}
-
-
-def heldout(inputs: Mapping[str, str]) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """The held-out pool every run is evaluated on: its environments and the tasks dedup kept."""
-    return (
-        read_artifact(inputs["heldout_envs"], "dedup"),
-        read_artifact(inputs["heldout_tasks"], "dedup").filter(pl.col("keep")),
-    )
 
 
 def synthetic_trajectories(

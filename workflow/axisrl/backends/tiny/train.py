@@ -48,10 +48,11 @@ update rules' forwards and backwards (``run_updates``), while each seed keeps it
 optimiser, generators, caps and synthetic source (``SeedRun``), so that a seed's run is bit for
 bit the run it has alone.
 
-Top to bottom: the settings, the result and the run's totals; the caps; the parts of an update
+Top to bottom: the result and the run's totals; the caps; the parts of an update
 (its visit, its metrics row); ``train`` and ``train_seeds``, whose loop is ROLLOUT, UPDATE, RECORD;
 last ``SeedRun``, one seed's state and its side of each update.
-The update rules and their registry ``UPDATES`` live in ``updates``, the synthetic trajectories
+The settings live in ``settings``, the update rules in ``updates`` (their registries ``UPDATES`` and
+``KL_BOUNDS`` in ``registry``, below both), the synthetic trajectories
 (and ``TaskSampler``, which walks the tasks as well as a task's replay rows) in ``synthetic``, an
 update's draws and what it trains on of them (``Draw``, ``Visit``) in ``visits``.
 """
@@ -71,10 +72,10 @@ from typing import Any, NamedTuple
 import numpy as np
 import torch
 
-from axisrl.backends.tiny.algos import LOSS_AGG_MODES
 from axisrl.backends.tiny.fast_torch import Adam, deterministic_eager_ops
 from axisrl.backends.tiny.policy import PolicyStack, ToolPointer
 from axisrl.backends.tiny.rollout import Diverged, Episode, RolloutStats, Specs, no_cyclic_gc, rollout_seeds
+from axisrl.backends.tiny.settings import TrainSettings
 from axisrl.backends.tiny.synthetic import Synthesizer, SyntheticTrajectories, TaskSampler
 from axisrl.backends.tiny.updates import (
     KL_BOUNDS,
@@ -103,112 +104,6 @@ __all__ = [
     "train",
     "train_seeds",
 ]
-
-
-@dataclass(frozen=True)
-class TrainSettings:
-    """Defaults are the CPU study's: Dr. GRPO advantages with DAPO's step-mean clip-higher loss,
-    no KL and no reference model."""
-
-    algo: str = "grpo"
-    """The update rule, a key of ``UPDATES``: ``grpo``, ``ppo`` or ``bc`` (behaviour cloning on references)."""
-    width: int = 64
-    """The policy's embedding and hidden width."""
-    updates: int = 100
-    """Updates to run, unless a cap ends the run sooner."""
-    visits_per_update: int = 32
-    """Tasks visited per update (GRPO groups), each by ``group_size`` rollouts."""
-    group_size: int = 8
-    """Real rollouts per visited task: the samples of one prompt."""
-    lr: float = 1e-3
-    """Adam's learning rate."""
-    lr_warmup_steps_ratio: float = 0.0
-    """The learning rate rises linearly over this share of ``updates`` (verl's name), then holds."""
-    clip_ratio_low: float = 0.2
-    """The surrogate's ratio is clipped below at ``1 - clip_ratio_low``."""
-    clip_ratio_high: float | None = None
-    """None: 0.28 for GRPO (DAPO clip-higher), ``clip_ratio_low`` for PPO (the symmetric clip)."""
-    loss_agg_mode: str = "token-mean"
-    """GRPO's aggregation of step losses, one of ``LOSS_AGG_MODES`` (PPO's minibatches take the token mean)."""
-    norm_adv_by_std_in_grpo: bool = False
-    """Divide GRPO's advantages by the group's std (original GRPO); False is Dr. GRPO."""
-    grpo_minibatches: int = 1
-    """GRPO's optimiser steps per update, each on a disjoint share of its groups (verl's ``ppo_mini_batch_size``)."""
-    kl_coef: float = 0.0
-    """GRPO's weight of the k3 KL to the initial policy (0: no reference model)."""
-    reward_density: str = "sparse"
-    """What an episode is trained on: ``sparse``, its verified outcome; ``dense``, the fraction of subgoals met."""
-    gamma: float = 1.0
-    """PPO's discount."""
-    lam: float = 0.95
-    """PPO's GAE lambda."""
-    ppo_epochs: int = 4
-    """PPO's passes over an update's decisions."""
-    ppo_minibatches: int = 4
-    """PPO's minibatches per pass, one optimiser step each."""
-    vf_coef: float = 0.5
-    """PPO's weight of the value loss."""
-    ent_coef: float = 0.01
-    """PPO's entropy bonus; GRPO has none (its zero-advantage steps are then skipped exactly)."""
-    max_grad_norm: float = 1.0
-    """The gradient's norm is clipped to this before every optimiser step."""
-    leak_primitive_role: bool = False
-    """Add each tool's true primitive to its descriptor: a deliberate leak, for the leak check only."""
-    max_rollout_steps: int | None = None
-    """Token cap: the run stops at exactly this many env steps (episodes running then are truncated)."""
-    max_flops: float | None = None
-    """FLOP cap on rollout + training FLOPs: the run ends as close to it as whole visits allow."""
-    dynamic_sampling: bool = False
-    """DAPO's dynamic sampling: train on groups with a learning signal, drawing more to fill the update."""
-    max_draws: int = 3
-    """Dynamic sampling: draws per update at most, the first included (each a whole update's visits)."""
-    kl_bound: str | None = None
-    """A rule of ``KL_BOUNDS`` that sets each update's learning rate from the last ``rollout_kl``; None: none."""
-    target_kl: float = 0.01
-    """The bound's target per-update ``rollout_kl``."""
-
-    def __post_init__(self) -> None:
-        checks = {
-            f"algo must be one of {sorted(UPDATES)}": self.algo in UPDATES,
-            f"loss_agg_mode must be one of {LOSS_AGG_MODES}": self.loss_agg_mode in LOSS_AGG_MODES,
-            "reward_density must be 'sparse' or 'dense'": self.reward_density in ("sparse", "dense"),
-            "width, updates, visits_per_update, group_size, grpo_minibatches, ppo_epochs and ppo_minibatches "
-            "must be >= 1": min(
-                self.width,
-                self.updates,
-                self.visits_per_update,
-                self.group_size,
-                self.grpo_minibatches,
-                self.ppo_epochs,
-                self.ppo_minibatches,
-            )
-            >= 1,
-            "max_rollout_steps and max_flops must be positive": all(
-                cap is None or cap > 0 for cap in (self.max_rollout_steps, self.max_flops)
-            ),
-            "dynamic sampling needs GRPO or PPO groups of 2 or more rollouts and max_draws >= 1": (
-                not self.dynamic_sampling or (self.algo != "bc" and self.group_size > 1 and self.max_draws >= 1)
-            ),
-            f"kl_bound must be None or one of {sorted(KL_BOUNDS)}": self.kl_bound is None or self.kl_bound in KL_BOUNDS,
-            "target_kl must be positive": self.target_kl > 0,
-        }
-        failed = [message for message, ok in checks.items() if not ok]
-        if failed:
-            raise ValueError("; ".join(failed))
-
-    @property
-    def clip_high(self) -> float:
-        if self.clip_ratio_high is not None:
-            return self.clip_ratio_high
-        return 0.28 if self.algo == "grpo" else self.clip_ratio_low
-
-    @classmethod
-    def from_dict(cls, values: Mapping[str, Any]) -> TrainSettings:
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(values) - known)
-        if unknown:
-            raise ValueError(f"unknown tiny backend settings: {unknown}")
-        return cls(**values)
 
 
 @dataclass

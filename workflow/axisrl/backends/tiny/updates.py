@@ -33,10 +33,11 @@ from axisrl.backends.tiny.algos import (
 from axisrl.backends.tiny.fast_torch import Adam
 from axisrl.backends.tiny.features import collate, collate_episodes
 from axisrl.backends.tiny.policy import PolicyStack, ToolPointer, seed_scores, segment_entropy, segment_log_softmax
+from axisrl.backends.tiny.registry import KL_BOUNDS, UPDATES
 from axisrl.backends.tiny.rollout import Diverged, Episode, distinct
 
 if TYPE_CHECKING:
-    from axisrl.backends.tiny.train import TrainSettings
+    from axisrl.backends.tiny.settings import TrainSettings
 
 __all__ = [
     "KL_BOUNDS",
@@ -98,8 +99,6 @@ class Backward(NamedTuple):
 
 
 UpdateRule = Callable[[UpdateContext], Generator[Score | Backward, Any, UpdateStats]]
-UPDATES: dict[str, UpdateRule] = {}
-"""The update rules by ``TrainSettings.algo``, filled by ``register_update``."""
 
 
 def register_update(name: str) -> Callable[[UpdateRule], UpdateRule]:
@@ -221,9 +220,6 @@ def rollout_kls(policies: Sequence[ToolPointer], episodes: Sequence[Sequence[Epi
 
 
 KlBound = Callable[[float, float, float], float]
-KL_BOUNDS: dict[str, KlBound] = {}
-"""Rules that bound an update's step by its measured ``rollout_kl``, by ``TrainSettings.kl_bound``:
-each maps (learning-rate scale, the last update's rollout_kl, target_kl) to the next scale."""
 
 
 def adaptive_lr(scale: float, kl: float, target: float) -> float:

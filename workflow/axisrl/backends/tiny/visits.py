@@ -18,7 +18,7 @@ from axisrl.backends.tiny.synthetic import Synthesizer, SyntheticEpisodes
 from axisrl.backends.tiny.updates import trained_scores
 
 if TYPE_CHECKING:
-    from axisrl.backends.tiny.train import TrainSettings
+    from axisrl.backends.tiny.settings import TrainSettings
 
 
 class Draw(NamedTuple):
