@@ -8,7 +8,7 @@ import polars as pl
 import pytest
 
 from axisrl.backends import tiny
-from axisrl.backends.tiny.train import dearest_visit_flops
+from axisrl.backends.tiny.caps import dearest_visit_flops
 from axisrl.budget import CONVENTIONS, PLANNED_CONVENTIONS, TRAIN_KEYS, budget_problems, training_budget, visits_per_run
 from axisrl.config import validate_config
 from axisrl.domains import toolworld as tw

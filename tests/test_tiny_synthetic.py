@@ -15,6 +15,7 @@ import pytest
 import torch
 
 from axisrl.backends import tiny
+from axisrl.backends.tiny import caps
 from axisrl.backends.tiny.rollout import Episode, Specs, call_key, rollout
 from axisrl.config import load_config
 from axisrl.domains import toolworld as tw
@@ -134,7 +135,7 @@ def test_synthetic_trajectories_join_the_groups(pool, playable, monkeypatch):
     assert compute["synthetic_episodes"] == QUICK["updates"] * groups * 2
     assert compute["synthetic_unmatched_steps"] == 0 and compute["synthetic_missing_tasks"] == 0
     assert compute["synthetic_env_steps"] > 0 and compute["env_steps"] == sum(r["env_steps"] for r in result.metrics)
-    for key in train_module.SYNTHETIC_COUNTS:
+    for key in caps.SYNTHETIC_COUNTS:
         assert compute[key] == sum(row[key] for row in result.metrics)
     assert all(row["synthetic_reward_mean"] == 1.0 and row["groups"] == groups for row in result.metrics)
     expected = torch.tensor([g for g in range(groups) for _ in range(4)] + [g for g in range(groups) for _ in range(2)])

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from axisrl.backends import tiny
-from axisrl.backends.tiny import algos
+from axisrl.backends.tiny import algos, caps
 from axisrl.backends.tiny.fast_torch import Adam
 from axisrl.backends.tiny.features import EpisodeFeatures, collate, collate_episodes
 from axisrl.backends.tiny.policy import ToolPointer
@@ -115,7 +115,7 @@ def test_metrics_and_compute_totals_agree(pool):
         "zero_variance_groups",
         "failed_episodes",
         "truncated_episodes",
-        *train_module.SYNTHETIC_COUNTS,
+        *caps.SYNTHETIC_COUNTS,
         "probe_flops",
         "distinct_tasks_seen",
         "distinct_envs_seen",
