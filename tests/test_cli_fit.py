@@ -26,10 +26,11 @@ def test_fit_reads_a_plain_csv_of_successes_and_trials(tmp_path):
         "seed",
         successes=(pl.col("p_all") * pl.col("n_all")).round().cast(pl.Int64),
         trials="n_all",
+        status=pl.lit("ok"),
     )
     user = pl.concat(
-        [user, user.head(1).with_columns(trials=pl.lit(0, dtype=user["trials"].dtype))]
-    )  # a run without trials: excluded
+        [user, user.head(1).with_columns(trials=pl.lit(None, dtype=user["trials"].dtype), status=pl.lit("failed"))]
+    )  # a failed run, without trials: excluded
     user.write_csv(tmp_path / "runs.csv")
     done = subprocess.run(
         [

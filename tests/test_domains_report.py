@@ -43,7 +43,7 @@ def test_exponents_line_up_the_main_sweeps_of_each_domain():
     assert frame["trend_d_env_p_value"].to_list() == [0.04, None]
     assert frame["diff_d_env_d_task_p_value"].to_list() == [0.3, None]
     shown = exponents_markdown(frame).row(0, named=True)
-    assert shown["alpha (d_env)"] == "0.200 [0.000, 1.000]" and shown["alpha (d_traj)"] == "not_run"
+    assert shown["alpha (d_env)"] == "0.200 [0, 1.000]" and shown["alpha (d_traj)"] == "not_run"
     assert shown["alpha d_env - d_task (p)"] == "0.100 [-0.100, 0.300], p 0.3"
     assert exponents_markdown(frame).row(1, named=True)["alpha d_env - d_task (p)"] == "-"
 

@@ -15,10 +15,12 @@ from axisrl.laws import (
     pool_construction_table,
     simulate_study,
     subset_fit_table,
+    success_trends,
     task_dedup_table,
     worlds_variants_table,
 )
 from axisrl.laws.simulate import DEFAULT_CENTRE, DEFAULT_GRIDS
+from axisrl.laws.study import analyse
 
 CENTRE = DEFAULT_CENTRE
 
@@ -160,3 +162,41 @@ def test_task_dedup_table_relabels_d_task() -> None:
     raw_row, dedup_row = table.iter_rows(named=True)
     assert dedup_row["alpha"] == pytest.approx(raw_row["alpha"] / 0.9, rel=1e-6)
     assert covers(raw_row, 0.30) and covers(dedup_row, 0.30 / 0.9)
+
+
+def constant_runs(successes: int = 30, trials: int = 100, unbalanced: bool = False) -> pl.DataFrame:
+    """Axis sweeps whose every run scores ``successes`` of ``trials``: success has no variance
+    (``unbalanced``: each axis's smallest value gets a fourth seed)."""
+    grids = {"d_env": [2, 4, 8, 16], "d_task": [16, 32, 64, 128], "d_traj": [4, 8, 16, 32]}
+    centre = {"d_env": 8, "d_task": 32, "d_traj": 8}
+    rows = [
+        centre | {axis: x, "seed": seed, "successes": successes, "trials": trials}
+        for axis, values in grids.items()
+        for x in values
+        for seed in range(4 if unbalanced and x == values[0] else 3)
+    ]
+    return pl.DataFrame(rows).unique(maintain_order=True)
+
+
+@pytest.mark.parametrize(("unbalanced", "successes"), [(False, 30), (True, 0)])
+def test_a_trend_of_runs_without_variance_has_no_p_value_and_says_why(unbalanced: bool, successes: int) -> None:
+    """Constant success: the trend is 0 up to rounding, and its p-value (a residue over a residue,
+    0.42 before; NaN where the seeds differ in number and every point's binomial variance is 0 too)
+    is null, with the reason among the laws' warnings."""
+    runs = constant_runs(successes, unbalanced=unbalanced)
+    value = successes / 100
+    with pytest.warns(UserWarning, match=f"has held-out success {value:g}, so the trend is 0 and its p-value is not"):
+        trends = success_trends(runs)
+    assert trends.height == 3 and trends["p_value"].null_count() == 3
+    assert trends.select(pl.max_horizontal(pl.col("slope", "slope_lo", "slope_hi").abs().max())).item() < 1e-12
+
+    frames = analyse(runs)
+    assert frames["trends"]["p_value"].null_count() == 3
+    assert any("along d_env" in w and "p-value is not defined" in w for w in frames["warnings"]["warning"])
+
+
+def test_a_trend_of_unbalanced_runs_keeps_the_binomial_test_without_seed_variance() -> None:
+    """Seeds that do not differ still have their episodes' binomial noise, which the unbalanced
+    trend's variance is at least: its p-value stays defined, as its interval does."""
+    trends = success_trends(constant_runs(30, unbalanced=True))
+    assert trends["p_value"].null_count() == 0 and (trends["slope_hi"] - trends["slope_lo"] > 0.01).all()

@@ -10,6 +10,7 @@ import numpy as np
 import polars as pl
 import pytest
 
+from axisrl import planner
 from axisrl.laws import Law, simulate_study, success_trends
 from axisrl.laws.noise import noise_frame
 from axisrl.laws.simulate import DEFAULT_CENTRE, DEFAULT_GRIDS, NoiseModel, SweepNoise, expected_success
@@ -185,3 +186,29 @@ def test_the_power_table_of_a_study_with_mixtures() -> None:
         and frame["quantity"].to_list() == ["alpha"] * 3 + ["trend"] * 3 + ["alpha_diff"] * 3
     )
     assert frame["p_bounded"].is_null().all()
+
+
+def test_a_noise_frame_point_at_0_success_has_a_finite_line_and_no_numpy_warning() -> None:
+    """A sweep point whose seeds all scored 0 (``log(0)`` in ``_sweep_line`` warned and gave an
+    infinite ``ln L`` before): clipped as the fits clip it, with its binomial variance there; the
+    other points are as they were. Run with numpy warnings as errors."""
+    sweep = pl.DataFrame(
+        {
+            "x": [1.0, 2.0, 4.0, 8.0],
+            "n_seeds": [4, 4, 4, 4],
+            "successes": [0, 12, 30, 52],
+            "trials": [400, 400, 400, 400],
+            "between_seed_var": [0.0, 0.002, 0.004, 0.005],
+            "binomial_var": [0.0, 0.0029, 0.0066, 0.0113],
+        }
+    ).with_columns(p=pl.col("successes") / pl.col("trials"))
+    with np.errstate(all="raise"):
+        line = planner._sweep_line(sweep)
+        kept = planner._offsets_kept([line])
+    clipped = 0.5 / 400
+    assert line.log_loss[0] == pytest.approx(np.log(-np.log(clipped)))
+    assert line.variance[0] == pytest.approx(clipped * (1 - clipped) / 400 / (clipped * np.log(clipped)) ** 2)
+    p = sweep["p"].to_numpy()[1:]
+    np.testing.assert_array_equal(line.log_loss[1:], np.log(-np.log(p)))
+    np.testing.assert_allclose(line.variance[1:], sweep["between_seed_var"][1:] / 4 / (p * np.log(p)) ** 2)
+    assert np.isfinite(line.line).all() and np.isfinite(line.variance).all() and 0 <= kept <= 1

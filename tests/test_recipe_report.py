@@ -176,7 +176,7 @@ def test_figure5_writes_png_and_pdf(tmp_path, frames, captured):
     left, right = captured[0].axes
     labels = [t.get_text() for t in left.get_legend().get_texts()]
     assert any(re.fullmatch(r"d_env: \d\.\d\d \[\d\.\d\d, \d\.\d\d\]", label) for label in labels), labels
-    assert "width: 0.00 (pinned)" in labels
+    assert "width: 0 (pinned)" in labels
     assert left.get_xscale() == right.get_xscale() == "log" and left.get_yscale() == "log"
     assert "(flop)" in right.get_xlabel()
     right_labels = [t.get_text() for t in right.get_legend().get_texts()]

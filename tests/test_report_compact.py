@@ -6,7 +6,7 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from axisrl.report.compact import VIEWS, compact_table, interval, markdown, number, readable
+from axisrl.report.compact import VIEWS, compact_table, fixed, interval, markdown, number, readable
 from axisrl.report.tables import write_table
 from axisrl.targets import TABLES
 
@@ -211,3 +211,58 @@ def test_write_table_writes_the_compact_markdown_and_the_whole_csv(tmp_path):
     csv = pl.read_csv(tmp_path / "t.csv")
     assert csv.columns == readable(frame).columns and csv.height == frame.height
     assert csv["alpha"].to_list()[0] == pytest.approx(0.4123)
+
+
+def test_a_number_zero_up_to_rounding_prints_0():
+    """Floating-point residues (``2^-53``, ``0.1 + 0.2 - 0.3``) and, where the data's scale is known,
+    anything below 1e-12 of it print ``0``, never ``-0`` or ``1.11e-16``; a small number that is no
+    residue (a p-value, ``3.2e-14``) keeps its digits."""
+    residue = 0.1 + 0.2 - 0.3
+    assert [number(x) for x in (1.1102230246251565e-16, residue, -residue, -0.0, 0.0)] == ["0"] * 5
+    assert number(3.2e-14) == "3.2e-14" and number(8.1e-6) == "8.1e-6"
+    assert number(-2.7975e-17, scale=1.0) == "0" and number(-2.7975e-17) == "-2.8e-17"
+    assert number(5e-13, scale=10.0) == "0" and number(5e-13, scale=0.01) == "5e-13"
+    assert interval(6.9e-18, -2.8e-17, 1.4e-17, scale=1.0) == "0 [0, 0]"
+    assert [fixed(x, 3, 1.0, sign=True) for x in (-1.4e-17, 0.035, -0.0004, 0.0)] == ["0", "+0.035", "-0.0004", "0"]
+    assert fixed(-0.2, 2) == "-0.20" and fixed(0.41, 2) == "0.41"
+
+
+def test_trends_print_0_and_say_where_a_p_value_is_not_defined():
+    """The trend table of sweeps without variance: slopes of 1e-17 printed ``0``, the null p-value
+    ``not defined`` (it printed ``2.78e-17 ... 0.423`` before), a real trend as it is."""
+    trends = pl.DataFrame(
+        {
+            "axis": ["d_env", "d_task"],
+            "n_runs": [15, 15],
+            "n_points": [5, 5],
+            "slope": [2.7755575615628914e-17, 0.0312],
+            "slope_lo": [-2.7975e-17, 0.0101],
+            "slope_hi": [8.3e-17, 0.0523],
+            "p_value": [None, 0.0071],
+        },
+        schema_overrides={"p_value": pl.Float64},
+    )
+    shown = compact_table("trends", trends)
+    assert shown.columns == ["axis", "n_runs", "n_points", "slope", "p_value"]
+    assert shown.rows() == [
+        ("d_env", "15", "5", "0 [0, 0]", "not defined"),
+        ("d_task", "15", "5", "0.0312 [0.0101, 0.0523]", "0.0071"),
+    ]
+
+
+def test_the_power_table_prints_residues_as_0():
+    """Half-widths and probabilities of order 1: a half-width of 4.7e-17 (identical simulated
+    intervals) is 0, in the compact view and through ``number`` as ``axisrl power`` prints it."""
+    power = pl.DataFrame(
+        {
+            "quantity": ["trend"],
+            "name": ["d_env"],
+            "half_width": [0.0412],
+            "half_width_q10": [4.72e-17],
+            "half_width_q90": [0.0634],
+            "p_decides": [1.0],
+            "p_bounded": [1.0],
+        }
+    )
+    assert compact_table("power", power).row(0) == ("trend", "d_env", "0.0412", "0", "0.0634", "1", "1")
+    assert number(1.1102230246251565e-16) == "0"

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
+import warnings
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -25,6 +27,8 @@ if TYPE_CHECKING:
 
 
 def _show(path: str, rows: int) -> None:
+    if Path(path).is_dir():
+        raise ValueError(f"{path}: a folder, not an artifact (`axisrl catalog {path}` lists the artifacts under it)")
     meta = read_meta(path)
     frame = read_artifact(path)
     print(f"{path}\n  stage {meta.stage}  key {meta.key}  created {meta.created}  axisrl {meta.version}")
@@ -40,25 +44,39 @@ def _show(path: str, rows: int) -> None:
 
 
 def _catalog(results: str) -> None:
+    _results_folder(results)
     frame = catalog(results).select("stage", "key", "path", "created", "rows", "error")
     with pl.Config(tbl_rows=-1, fmt_str_lengths=80, tbl_width_chars=200):
         print(frame)
 
 
-def _fit(runs_path: str, episodes_path: str | None, out: str, settings: dict) -> None:
-    from axisrl.laws.study import LawSettings, analyse
-    from axisrl.report.compact import fits_by_setting, markdown
-    from axisrl.report.figures import figure2
-    from axisrl.report.tables import write_table
+def _results_folder(results: str) -> Path:
+    """``results`` as a folder, or an error that says it is none (a mistyped path would list nothing)."""
+    folder = Path(results)
+    if not folder.is_dir():
+        problem = "not a folder" if folder.exists() else "no such folder"
+        raise ValueError(f"{results}: {problem} (a results folder, as the workflow writes it)")
+    return folder
 
+
+def _fit(runs_path: str, episodes_path: str | None, out: str, settings: dict) -> None:
     runs = read_table(runs_path)
     episodes = read_table(episodes_path) if episodes_path else None
+    from axisrl.laws.data import TableError  # the laws and the report import in seconds: after the files are read
+    from axisrl.laws.study import LawSettings, analyse
+
     try:
         frames = analyse(runs, episodes, LawSettings(**settings))
+    except TableError as exc:  # a table no fit should read: the file it came from
+        raise ValueError(f"{episodes_path if exc.table == 'episodes' else runs_path}: {exc}") from None
     except (pl.exceptions.PolarsError, KeyError, ValueError) as exc:  # columns or types other than a runs table's
         inputs = runs_path if episodes_path is None else f"{runs_path} or {episodes_path}"
         reason = str(exc) if isinstance(exc, ValueError) else f"not a runs table axisrl fit reads ({first_line(exc)})"
         raise ValueError(f"{inputs}: {reason}") from None
+    from axisrl.report.compact import fits_by_setting, markdown
+    from axisrl.report.figures import figure2
+    from axisrl.report.tables import write_table
+
     folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)
     for name, frame in frames.items():
@@ -134,7 +152,10 @@ def _recipe(budget: float, domain: str | None, law_path: str | None, starts: int
 
     path = Path(law_path) if law_path else _newest_law()
     frame = read_artifact(path, "recipe")
-    law, draws, ranges, fixed = law_from_frame(frame)
+    try:
+        law, draws, ranges, fixed = law_from_frame(frame)
+    except (KeyError, IndexError, pl.exceptions.ColumnNotFoundError) as exc:  # cost.parquet, say
+        raise ValueError(f"{path}: a recipe artifact, not its law (law.parquet): {first_line(exc)}") from None
     first = frame.sort("draw").row(0, named=True)
     centre = {a: float(first[f"centre_{a}"]) for a in RECIPE_AXES}
     domain, model = _cost_model(path.parent / "cost.parquet", domain)
@@ -203,6 +224,20 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _count(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    value = float(text)
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text}")
+    return value
+
+
 def _targets(texts: list[str]) -> dict[str, float]:
     """``--target alpha=0.05`` -> {"alpha": 0.05}, for the quantities the planner predicts."""
     from axisrl.planner import QUANTITIES
@@ -210,31 +245,68 @@ def _targets(texts: list[str]) -> dict[str, float]:
     targets = {}
     for text in texts:
         quantity, _, value = text.partition("=")
-        if quantity not in QUANTITIES or not value:
-            raise ValueError(f"--target {text!r}: expected QUANTITY=HALF_WIDTH with QUANTITY one of {QUANTITIES}")
-        targets[quantity] = float(value)
+        try:
+            width = _positive_float(value)
+        except (ValueError, argparse.ArgumentTypeError):
+            width = None
+        if quantity not in QUANTITIES or width is None:
+            raise ValueError(
+                f"--target {text!r}: expected QUANTITY=HALF_WIDTH with QUANTITY one of {QUANTITIES} "
+                "and HALF_WIDTH a positive number"
+            )
+        targets[quantity] = width
     return targets
+
+
+def _study_config(configs: list[str]) -> tuple[dict, frozenset[str]]:
+    """The study ``configs`` name (overlays on config/config.yaml), refused where Snakemake refuses
+    it, by the same code (the schema: ``load_config``; the study's designs: ``planner.train_keys``),
+    and its train keys."""
+    from axisrl.config import ConfigError, load_config, load_yaml
+
+    base, schema = Path("config/config.yaml"), Path("config/schema.yaml")
+    missing = [str(path) for path in (base, schema) if not path.is_file()]
+    if missing:
+        raise ValueError(
+            f"no {' or '.join(missing)} in {Path.cwd()}: axisrl power reads the workflow's config, "
+            "so run it in the workflow's folder"
+        )
+    paths = [base, *(Path(c) for c in configs if Path(c).resolve() != base.resolve())]
+    config = load_config(*paths, schema_path=schema)
+    from axisrl.planner import train_keys  # after the files are read: a mistyped one is named in a second
+
+    try:
+        return config, train_keys(config, load_yaml(schema))
+    except ConfigError as error:
+        raise ConfigError(f"{' + '.join(map(str, paths))}: {error}") from None
+
+
+def _cell(value: object) -> str:
+    """A power-table cell: half-widths, probabilities and costs, read on the scale of a success rate, so a
+    floating-point residue (``4.7e-17``) prints as 0."""
+    from axisrl.report.compact import number
+
+    return number(value, 1.0)
 
 
 def _power(
     configs: list[str],
     noise: str | None,
-    results: str,
+    results: str | None,
     budget: float | None,
     targets: list[str],
     sims: int,
     adaptive: bool = False,
 ) -> None:
-    from axisrl.config import load_config
+    frame = read_artifact(noise, "laws") if noise else None
+    folder = _results_folder(results) if results is not None else Path("results")
+    config, keys = _study_config(configs)
     from axisrl.planner import plan
     from axisrl.report.compact import markdown, number
 
     wanted = _targets(targets)
-    base = Path("config/config.yaml")
-    paths = [base, *(Path(c) for c in configs if Path(c).resolve() != base.resolve())]
-    config = load_config(*paths, schema_path=Path("config/schema.yaml"))
-    frame = read_artifact(noise, "laws") if noise else None
-    answer = plan(config, frame, Path(results), search_designs=bool(wanted) or budget is not None, n_sims=sims)
+    searching = bool(wanted) or budget is not None
+    answer = plan(config, frame, folder, keys=keys, search_designs=searching, n_sims=sims)
     design, model, truth = answer.design, answer.noise, answer.truth
     grids = ", ".join(f"{axis} {min(v)}..{max(v)} ({len(v)} points)" for axis, v in design.grids.items())
     print(f"design: {design.seeds} seeds per point; {grids}; {design.episodes} T2 episodes per run; {design.runs} runs")
@@ -246,15 +318,16 @@ def _power(
     )
     unit = answer.cost.unit.replace("_", "-")
     print(f"cost: {number(answer.cost.of(design))} {unit} ({sims} simulated studies)")
+    print(f"  priced by {answer.cost.source}")
     cells = ("half_width", "half_width_se", "half_width_q10", "half_width_q90")
     shown = answer.predicted.select(
         "quantity",
         "name",
         pl.format(
             "{} (MC SE {}; one study 10-90 %: {} to {})",
-            *(pl.col(c).map_elements(number, return_dtype=pl.String) for c in cells),
+            *(pl.col(c).map_elements(_cell, return_dtype=pl.String) for c in cells),
         ).alias("expected 95 % half-width"),
-        pl.col("p_decides").map_elements(number, return_dtype=pl.String).alias("P(interval excludes 0)"),
+        pl.col("p_decides").map_elements(_cell, return_dtype=pl.String).alias("P(interval excludes 0)"),
     )
     print(markdown(shown))
     if answer.kappa is not None:
@@ -262,7 +335,7 @@ def _power(
             "\nkappa at r = 1 (mixtures family, a synthetic unit assumed worth a real one; intervals by the pricing "
             "stage's bootstrap): median half-width of a bounded interval, one study 10-90 %, and the share bounded"
         )
-        print(markdown(answer.kappa.select(pl.all().map_elements(number, return_dtype=pl.String))))
+        print(markdown(answer.kappa.select(pl.all().map_elements(_cell, return_dtype=pl.String))))
     print("not predicted: the recipe's measured efficiency (its runs depend on the fitted recipe)")
     if adaptive:
         _adaptive_power(config, answer, sims)
@@ -272,7 +345,7 @@ def _power(
             & (pl.col("cost") <= (budget if budget is not None else float("inf")))
         )
         print(f"\ncandidate designs (largest expected half-width per quantity, cost in {unit}):")
-        print(markdown(searched.select(pl.all().map_elements(number, return_dtype=pl.String))))
+        print(markdown(searched.select(pl.all().map_elements(_cell, return_dtype=pl.String))))
         chosen = searched.filter("meets")
         if chosen.is_empty():
             print("no candidate meets the targets within the budget")
@@ -305,12 +378,12 @@ def _adaptive_power(config: dict, answer: Plan, sims: int) -> None:
     points = two_stage.extra.select(
         *AXES, sweeps=pl.col("sweeps").list.join(", "), first="first_seeds", extra="extra_seeds"
     )
-    print(markdown(points.select(pl.all().map_elements(number, return_dtype=pl.String))))
+    print(markdown(points.select(pl.all().map_elements(_cell, return_dtype=pl.String))))
     print(
         f"against the fixed design at the same cost ({number(compared['fixed_seeds'][0])} seeds a point, "
         "interpolated): expected 95 % half-widths"
     )
-    print(markdown(compared.drop("fixed_seeds").select(pl.all().map_elements(number, return_dtype=pl.String))))
+    print(markdown(compared.drop("fixed_seeds").select(pl.all().map_elements(_cell, return_dtype=pl.String))))
 
 
 def _where(name: str | None) -> None:
@@ -346,7 +419,7 @@ def main(argv: list[str] | None = None) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
     show = commands.add_parser("show", help="print an artifact's schema, row count, head and config")
     show.add_argument("path")
-    show.add_argument("-n", "--rows", type=int, default=5, help="rows of the head to print (default 5)")
+    show.add_argument("-n", "--rows", type=_count, default=5, help="rows of the head to print (default 5)")
     listing = commands.add_parser("catalog", help="list the artifacts under a results folder")
     listing.add_argument("results", nargs="?", default="results")
     fit = commands.add_parser("fit", help="fit scaling laws to a runs table (Parquet or CSV) and plot them")
@@ -360,11 +433,14 @@ def main(argv: list[str] | None = None) -> int:
         "--episodes", help="optional per-episode rows (run_key, task_id, tier, success) for the task-level bootstrap"
     )
     fit.add_argument("--tier", default="T2", help="held-out tier to fit when runs carry p_<tier> (default T2)")
-    fit.add_argument("--n-boot", type=int, default=2000, help="bootstrap resamples (default 2000)")
+    fit.add_argument("--n-boot", type=_positive_int, default=2000, help="bootstrap resamples (default 2000)")
     fit.add_argument("--seed", type=int, default=0)
     recipe = commands.add_parser("recipe", help="the compute-optimal design at a budget, from a fitted recipe law")
     recipe.add_argument(
-        "--budget", type=float, required=True, help="the budget C in the cost model's currency (e.g. 3.4e10 FLOPs)"
+        "--budget",
+        type=_positive_float,
+        required=True,
+        help="the budget C in the cost model's currency (e.g. 3.4e10 FLOPs)",
     )
     recipe.add_argument("--domain", help="the cost model's domain (default: the only one in cost.parquet)")
     recipe.add_argument(
@@ -381,9 +457,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     power.add_argument("--noise", help="a finished study's noise frame (default: stated values, the default study's)")
     power.add_argument(
-        "--results", default="results", help="a finished study's results, for the tiny backend's measured CPU-seconds"
+        "--results",
+        help="a finished study's results, for the tiny backend's measured CPU-seconds of its train jobs "
+        "(default: results; without jobs of this study, a stated cost model)",
     )
-    power.add_argument("--budget", type=float, help="search other designs: the best whose cost is at most this")
+    power.add_argument(
+        "--budget", type=_positive_float, help="search other designs: the best whose cost is at most this"
+    )
     power.add_argument(
         "--target",
         action="append",
@@ -403,24 +483,39 @@ def main(argv: list[str] | None = None) -> int:
     where.add_argument("target", nargs="?", help="e.g. fig2, table8, train (default: list them all)")
     args = parser.parse_args(argv)
     try:
-        if args.command == "show":
-            _show(args.path, args.rows)
-        elif args.command == "catalog":
-            _catalog(args.results)
-        elif args.command == "recipe":
-            _recipe(args.budget, args.domain, args.law, args.starts)
-        elif args.command == "where":
-            _where(args.target)
-        elif args.command == "power":
-            _power(args.config, args.noise, args.results, args.budget, args.target, args.sims, args.adaptive)
-        else:
-            _fit(args.runs, args.episodes, args.out, {"tier": args.tier, "n_boot": args.n_boot, "seed": args.seed})
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            # numpy's floating-point and polars' warnings say nothing a user can act on; axisrl's own
+            # warnings are printed as "axisrl: warning:" lines
+            warnings.simplefilter("ignore", RuntimeWarning)
+            warnings.simplefilter("ignore", pl.exceptions.PolarsWarning)
+            _run(args)
     except (ArtifactError, ValueError, OSError, pl.exceptions.PolarsError) as exc:
-        # one line, naming the file where a file is at fault; a ConfigError lists one problem a line
+        # one line, naming the file where a file is at fault (a ConfigError's problems joined by "; ")
         message = str(exc) if isinstance(exc, (ArtifactError, ValueError)) else first_line(exc)
-        print(f"axisrl: error: {message}", file=sys.stderr)
+        print(f"axisrl: error: {_one_line(message)}", file=sys.stderr)
         return 2
     return 0
+
+
+def _run(args: argparse.Namespace) -> None:
+    if args.command == "show":
+        _show(args.path, args.rows)
+    elif args.command == "catalog":
+        _catalog(args.results)
+    elif args.command == "recipe":
+        _recipe(args.budget, args.domain, args.law, args.starts)
+    elif args.command == "where":
+        _where(args.target)
+    elif args.command == "power":
+        _power(args.config, args.noise, args.results, args.budget, args.target, args.sims, args.adaptive)
+    else:
+        _fit(args.runs, args.episodes, args.out, {"tier": args.tier, "n_boot": args.n_boot, "seed": args.seed})
+
+
+def _one_line(message: str) -> str:
+    """A message of several lines (a ConfigError lists one problem a line) as one: the problems joined by "; "."""
+    head, *problems = [line.strip() for line in message.strip().splitlines() if line.strip()] or [""]
+    return f"{head} {'; '.join(problems)}" if problems else head
 
 
 if __name__ == "__main__":

@@ -234,12 +234,36 @@ def domain_configs(config: Mapping[str, Any], schema: Mapping[str, Any]) -> dict
     return studies
 
 
+def read_overlay(path: str | Path) -> dict[str, Any]:
+    """One config file's keys; a file that holds none (missing, not YAML, empty, a list) is a
+    ConfigError naming it, where YAML's own error takes a dozen lines and names no remedy."""
+    try:
+        keys = load_yaml(path)
+    except OSError as error:
+        raise ConfigError(f"{path}: cannot read it ({error.strerror})") from None
+    except yaml.MarkedYAMLError as error:
+        mark = error.problem_mark or error.context_mark
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise ConfigError(f"{path}: not valid YAML{where}: {error.problem or error.context}") from None
+    except yaml.YAMLError as error:
+        raise ConfigError(f"{path}: not valid YAML: {error}") from None
+    if keys is None:
+        raise ConfigError(f"{path}: is empty (a config file sets config keys, e.g. study:)")
+    if not isinstance(keys, dict):
+        raise ConfigError(f"{path}: holds a YAML {type(keys).__name__}, not a mapping of config keys (e.g. study:)")
+    return keys
+
+
 def load_config(*paths: str | Path, schema_path: str | Path) -> dict[str, Any]:
-    """Merge YAML files (later ones overlay earlier ones, as ``--configfile`` does) and validate."""
+    """Merge YAML files (later ones overlay earlier ones, as ``--configfile`` does) and validate;
+    a ConfigError names the files."""
     merged: dict[str, Any] = {}
     for path in paths:
-        _deep_update(merged, load_yaml(path) or {})
-    return validate_config(merged, load_yaml(schema_path))
+        _deep_update(merged, read_overlay(path))
+    try:
+        return validate_config(merged, load_yaml(schema_path))
+    except ConfigError as error:
+        raise ConfigError(f"{' + '.join(map(str, paths))}: {error}") from None
 
 
 def _deep_update(base: dict[str, Any], overlay: Mapping[str, Any]) -> None:

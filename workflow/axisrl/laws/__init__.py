@@ -14,8 +14,9 @@ Input: runs
     * ``p_<tier>`` and ``n_<tier>`` for the chosen ``tier`` in {T0, T1, T2, all} (as written by
       the ``collect`` stage; ``successes = round(p * n)``).
 
-    Optional: ``seed`` (missing: every row is its own seed), ``status`` (rows other than "ok", and
-    rows without trials, are excluded, counted in ``n_failed_excluded`` and warned about),
+    Optional: ``seed`` (missing: every row is its own seed), ``status`` (rows other than "ok" are
+    excluded, counted in ``n_failed_excluded`` and warned about; ``data.check_runs`` refuses the
+    others' empty or impossible counts and amounts, and two rows of one design and seed),
     ``run_key`` (needed to match episodes), ``point_key``, ``families`` (list of experiment
     families, used by ``tables`` to pick runs), and the setting columns ``width``, ``algo``,
     ``reward_density``, ``env_level``, ``worlds``, ``budget``: a fit refuses to pool runs that

@@ -12,12 +12,12 @@ seeds (``intervals``); their coverage is checked on simulated studies.
 from __future__ import annotations
 
 import itertools
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
 import numpy as np
 import polars as pl
-import statsmodels.api as sm
 
 from axisrl.laws.data import (
     AXES,
@@ -409,19 +409,26 @@ def success_trends(
     scatter widely while the runs, as replicates, still resolve the sign. Needs two grid points
     and a residual degree of freedom; sweeps without them are left out.
     """
+    import statsmodels.api as sm  # here, not with the module: it costs seconds, and only this fit needs it
+
     rows = []
     for axis, (sweep, _) in _sweeps(runs, axes, tier, centre).items():
         n_points = sweep[axis].n_unique()
         if n_points < 2 or sweep.height < 3:
             continue
+        success = (sweep["successes"] / sweep["trials"]).to_numpy()
+        constant = not np.ptp(success) > NO_VARIANCE
         if sweep.group_by(axis).len()["len"].n_unique() == 1:
-            success = (sweep["successes"] / sweep["trials"]).to_numpy()
             design = sm.add_constant(np.log2(sweep[axis].to_numpy().astype(np.float64)))
             fit = sm.OLS(success, design).fit()
             lo, hi = fit.conf_int(1 - LEVEL)[1]
-            slope, p_value = float(fit.params[1]), float(fit.pvalues[1])
-        else:
+            slope = float(fit.params[1])
+            p_value = None if constant else float(fit.pvalues[1])
+        else:  # each point's variance is at least binomial: undefined only where every point's is 0
             slope, lo, hi, p_value = _unbalanced_trend(RunArrays.from_runs(sweep, [axis]), axis)
+            p_value = p_value if np.isfinite(p_value) else None
+        if p_value is None:
+            warnings.warn(_undefined_trend(axis, sweep.height, success, constant), stacklevel=2)
         rows.append(
             {
                 "axis": axis,
@@ -434,6 +441,20 @@ def success_trends(
             }
         )
     return pl.DataFrame(rows, schema=TREND_SCHEMA)
+
+
+NO_VARIANCE = 1e-12
+"""A sweep whose runs' success rates spread by no more than this has no variance (zero up to rounding)."""
+
+
+def _undefined_trend(axis: str, n_runs: int, success: np.ndarray, constant: bool) -> str:
+    """The warning of a trend whose p-value is not defined (null), saying why."""
+    why = (
+        f"every one of its {n_runs} runs has held-out success {success[0]:.3g}, so the trend is 0"
+        if constant
+        else "no grid point's runs vary (every point's success is 0 or 1), so the slope has no variance"
+    )
+    return f"trend of held-out success along {axis}: {why} and its p-value is not defined (null in trends)"
 
 
 def _unbalanced_trend(arrays: RunArrays, axis: str) -> tuple[float, float, float, float]:

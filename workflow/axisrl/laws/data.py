@@ -25,6 +25,120 @@ DESIGN_COLUMNS = AXES + SETTING_COLUMNS
 """What makes two runs different experiments: a fit must not pool runs that differ in one of these."""
 
 
+AMOUNT_COLUMNS = (*AXES, "width")
+"""Design amounts a run was trained at: whole numbers, at least 1 (a log-log fit takes their logs)."""
+EPISODE_COLUMNS = ("run_key", "task_id", "tier", "success")
+
+
+class TableError(ValueError):
+    """A runs or episodes table the laws must not read; ``table`` says which, so a caller names its file."""
+
+    def __init__(self, table: str, problem: str) -> None:
+        super().__init__(f"{table} table: {problem}")
+        self.table = table
+
+
+def count_columns(runs: pl.DataFrame, tier: str) -> tuple[str, str]:
+    """The (successes, trials) columns of ``tier``: ``successes``/``trials``, else ``p_<tier>``/``n_<tier>``;
+    a tier the table has no counts of is refused naming the tiers it has."""
+    if {"successes", "trials"} <= set(runs.columns):
+        return "successes", "trials"
+    tiers = table_tiers(runs)
+    if tier in tiers:
+        return f"p_{tier}", f"n_{tier}"
+    if tiers:
+        raise TableError("runs", f"no p_{tier}/n_{tier} columns; the table has tiers {', '.join(tiers)}")
+    raise ValueError(f"runs need successes/trials or p_{tier}/n_{tier} columns; got {runs.columns}")
+
+
+def table_tiers(runs: pl.DataFrame) -> list[str]:
+    """The tiers a runs table has counts of (``p_<tier>`` and ``n_<tier>``)."""
+    return [t for t in (*TIERS, VALIDATION_TIER) if {f"p_{t}", f"n_{t}"} <= set(runs.columns)]
+
+
+def _refuse(rows: pl.DataFrame, column: str, bad: pl.Expr, problem: str) -> None:
+    """Raise naming ``column``, the first of ``rows`` where ``bad`` holds (its 1-based ``row`` in the
+    table) and how many more; ``problem`` is formatted with the cell's ``value`` and its ``run`` (the row)."""
+    hit = rows.filter(bad.fill_null(False))
+    if hit.height:
+        run = hit.row(0, named=True)
+        more = f" (and {hit.height - 1} more rows)" if hit.height > 1 else ""
+        cell = problem.format(value=run[column], run=run)
+        raise TableError("runs", f"column {column}, row {run['row']}: {cell}{more}")
+
+
+def _numbers(rows: pl.DataFrame, column: str, minimum: float, whole: bool) -> pl.DataFrame:
+    """``rows`` with ``column`` as Float64, refusing cells that are empty, not numbers, NaN or
+    infinite, below ``minimum`` or (``whole``) not whole numbers."""
+    _refuse(rows, column, pl.col(column).is_null(), "empty cell")
+    if not rows[column].dtype.is_numeric():
+        _refuse(
+            rows, column, pl.col(column).cast(pl.Float64, strict=False).is_null(), "must be a number, got {value!r}"
+        )
+    rows = rows.with_columns(pl.col(column).cast(pl.Float64))
+    _refuse(rows, column, ~pl.col(column).is_finite(), "must be a finite number, got {value}")
+    if whole:
+        _refuse(rows, column, pl.col(column) != pl.col(column).round(), "must be a whole number, got {value:g}")
+    _refuse(rows, column, pl.col(column) < minimum, f"must be at least {minimum:g}, got {{value:g}}")
+    return rows
+
+
+def check_runs(runs: pl.DataFrame, tier: str) -> None:
+    """Refuse a runs table whose fit of ``tier`` would mean nothing, naming the column, row and
+    problem: no counts of the tier, a missing axis, a design amount that is not a whole number >= 1,
+    a run (status ok, or any without a status column) whose trials are empty, NaN or below 1, or
+    whose successes are missing, negative or more than its trials, and two rows of one design and
+    seed. Without this such a table fails deep in a fit (a LAPACK error) or is fitted silently."""
+    if tier not in TIERS:
+        tiers = table_tiers(runs)
+        has = f"the table has tiers {', '.join(tiers)}" if tiers else "the table has no p_<tier>/n_<tier> columns"
+        if {"successes", "trials"} <= set(runs.columns):
+            has = "the table has successes/trials, no p_<tier>/n_<tier> columns"
+        raise TableError("runs", f"tier {tier!r} is none the laws fit ({', '.join(TIERS)}); {has}")
+    successes, trials = count_columns(runs, tier)
+    missing = [axis for axis in AXES if axis not in runs.columns]
+    if missing:
+        raise TableError("runs", f"no {', '.join(missing)} column: a fit needs every axis ({', '.join(AXES)})")
+    measured = runs.with_row_index("row", offset=1)
+    if "status" in measured.columns:  # a failed run is no measurement: usable_runs leaves it out
+        measured = measured.filter(pl.col("status") == "ok")
+    rows = measured
+    for column in (c for c in AMOUNT_COLUMNS if c in rows.columns):
+        rows = _numbers(rows, column, 1, whole=True)
+    rows = _numbers(rows, trials, 1, whole=True)
+    if successes == "successes":
+        rows = _numbers(rows, successes, 0, whole=True)
+        more = "must be at most its trials ({run[trials]:g}), got {value:g}"
+        _refuse(rows, successes, pl.col(successes) > pl.col(trials), more)
+    else:
+        rows = _numbers(rows, successes, 0, whole=False)
+        _refuse(rows, successes, pl.col(successes) > 1, "a success rate must be at most 1, got {value:g}")
+    _refuse_repeats(measured)
+
+
+def _refuse_repeats(rows: pl.DataFrame) -> None:
+    """Two rows of one design (``point_key``, else the design columns) and seed: one run counted twice."""
+    if "seed" not in rows.columns:
+        return
+    design = ["point_key"] if "point_key" in rows.columns else [c for c in DESIGN_COLUMNS if c in rows.columns]
+    repeated = rows.group_by(*design, "seed", maintain_order=True).agg("row").filter(pl.col("row").list.len() > 1)
+    if repeated.height:
+        first = repeated.row(0, named=True)
+        named = ", ".join(f"{c}={first[c]}" for c in (*design, "seed"))
+        raise TableError("runs", f"rows {' and '.join(map(str, first['row']))} are one run ({named}): a run is one row")
+
+
+def check_episodes(episodes: pl.DataFrame) -> None:
+    """Refuse an episodes table without the columns the task-level bootstrap reads."""
+    missing = [c for c in EPISODE_COLUMNS if c not in episodes.columns]
+    if missing:
+        raise TableError(
+            "episodes",
+            f"no {', '.join(missing)} column (one row per held-out episode: {', '.join(EPISODE_COLUMNS)}); "
+            f"got {', '.join(episodes.columns)}",
+        )
+
+
 def clipped_success(successes: np.ndarray, trials: np.ndarray) -> np.ndarray:
     """``p = k / n`` clipped to [1/(2n), 1 - 1/(2n)], so 0/n and n/n give finite losses."""
     return np.clip(successes / trials, 0.5 / trials, 1.0 - 0.5 / trials)
@@ -40,18 +154,17 @@ def usable_runs(runs: pl.DataFrame, tier: str = "all") -> tuple[pl.DataFrame, pl
 
     Counts come from ``successes``/``trials`` when present, else from ``p_<tier>``/``n_<tier>``.
     A run failed when ``status`` is not "ok" or it has no trials: a failure is not a measurement of
-    zero success, so it is left out of every fit, counted, and warned about. A missing ``seed``
-    column makes every row its own seed.
+    zero success, so it is left out of every fit, counted, and warned about (``check_runs`` refuses
+    a run of the fitted tier that claims success without trials). A missing ``seed`` column makes
+    every row its own seed.
     """
-    if {"successes", "trials"} <= set(runs.columns):
+    successes, trials = count_columns(runs, tier)
+    if successes == "successes":
         counted = runs.with_columns(pl.col("successes").cast(pl.Int64), pl.col("trials").cast(pl.Int64))
-    elif {f"p_{tier}", f"n_{tier}"} <= set(runs.columns):
-        counted = runs.with_columns(
-            successes=(pl.col(f"p_{tier}") * pl.col(f"n_{tier}")).round().cast(pl.Int64),
-            trials=pl.col(f"n_{tier}").cast(pl.Int64),
-        )
     else:
-        raise ValueError(f"runs need successes/trials or p_{tier}/n_{tier} columns; got {runs.columns}")
+        counted = runs.with_columns(
+            successes=(pl.col(successes) * pl.col(trials)).round().cast(pl.Int64), trials=pl.col(trials).cast(pl.Int64)
+        )
     if "seed" not in counted.columns:
         counted = counted.with_row_index("seed")
     usable = (pl.col("trials") > 0) & pl.col("successes").is_not_null()

@@ -21,7 +21,17 @@ from axisrl.laws.axis import (
     local_slopes,
     success_trends,
 )
-from axisrl.laws.data import AXES, TIERS, VALIDATION_TIER, axis_sweep, infer_centre, pool_points, usable_runs
+from axisrl.laws.data import (
+    AXES,
+    TIERS,
+    VALIDATION_TIER,
+    axis_sweep,
+    check_episodes,
+    check_runs,
+    infer_centre,
+    pool_points,
+    usable_runs,
+)
 from axisrl.laws.joint import fit_joint, interaction_pretest
 from axisrl.laws.noise import noise_frame
 from axisrl.laws.tables import (
@@ -50,6 +60,10 @@ class LawSettings:
     calibration_tolerance: float = 0.01
     subset_points: int = 4
     take_off: float = 0.1
+
+    def __post_init__(self) -> None:
+        if self.n_boot < 1:
+            raise ValueError(f"n_boot: bootstrap resamples must be at least 1, got {self.n_boot}")
 
 
 def _present(runs: pl.DataFrame, *families: str) -> bool:
@@ -115,8 +129,12 @@ def analyse(
     study's main settings (model size, algorithm, budget...); the tables read their own families.
     ``warnings`` also names the runs whose tool use collapsed (``axisrl.diagnostics``): they are
     fitted like any other, but their success may say more about the collapse than about the axis.
+    A table no fit should read is refused first (``check_runs``, ``check_episodes``: ``TableError``).
     """
     tier = settings.tier
+    check_runs(runs, tier)
+    if episodes is not None:
+        check_episodes(episodes)
     main = in_families(runs, "axis_sweeps")
     out: dict[str, pl.DataFrame] = {}
     with warnings.catch_warnings(record=True) as caught:

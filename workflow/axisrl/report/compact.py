@@ -39,14 +39,37 @@ class View(NamedTuple):
     build: Callable[[pl.DataFrame], list[dict[str, str]]]
 
 
-def number(value: Any) -> str:
+RESIDUE = 1e-12
+"""A float smaller than this share of its data's scale is zero up to rounding (``is_residue``)."""
+SUCCESS_SCALE = 1.0
+"""The scale of a success rate and of its change per doubling: a probability's unit."""
+NOT_DEFINED = "not defined"
+"""A p-value's cell where it is null: the test has no variance to test against (the laws' warnings say why)."""
+
+
+def is_residue(value: float, scale: float | None = None) -> bool:
+    """Whether ``value`` is zero up to rounding: 0 (of either sign); below ``RESIDUE`` times
+    ``scale``, the size of the data it came from, where the caller knows it; and without one, a
+    floating-point residue, below ``RESIDUE`` and with at most 64 binary places (what cancelling
+    numbers near 1 leaves, ``2^-53 = 1.11e-16``; a computed small number such as a p-value has 100 or more)."""
+    if value == 0:
+        return True
+    if not math.isfinite(value) or abs(value) >= RESIDUE * (1.0 if scale is None else abs(scale)):
+        return False
+    return scale is not None or value.as_integer_ratio()[1] <= 2**64
+
+
+def number(value: Any, scale: float | None = None) -> str:
     """A value as a cell: a float to 3 significant digits, plain up to a million (``15600``), then
-    with a short exponent (``2.53e10``); ``-`` for none."""
+    with a short exponent (``2.53e10``); ``0`` where it is zero up to rounding relative to
+    ``scale``, its data's size (``is_residue``: never ``-0`` or ``1.11e-16``); ``-`` for none."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return MISSING
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, float):
+        if is_residue(value, scale):
+            return "0"
         text = f"{value:.3g}"
         if 1e3 <= abs(float(text)) < 1e6:
             return f"{float(text):.0f}"
@@ -54,11 +77,28 @@ def number(value: Any) -> str:
     return str(value)
 
 
-def interval(value: float | None, lo: float | None, hi: float | None) -> str:
-    """``value [lo, hi]``; the value alone when the interval is missing."""
+def fixed(value: float, places: int, scale: float | None = None, sign: bool = False) -> str:
+    """``value`` to ``places`` decimals (with ``sign``, ``+`` before a positive one), as figure labels
+    write numbers: ``0`` where it is zero up to rounding (``is_residue``), and to 3 significant digits
+    (``number``) where the decimals would show a signed zero (``-0.0004``, never ``-0.000``)."""
+    if is_residue(value, scale):
+        return "0"
+    text = f"{value:+.{places}f}"
+    if float(text) == 0:
+        text = ("+" if value > 0 else "") + number(value)
+    return text if sign or value < 0 else text.removeprefix("+")
+
+
+def p_value(value: float | None) -> str:
+    """A p-value's cell: ``number``, or ``not defined`` where it is null (no variance to test)."""
+    return NOT_DEFINED if value is None or math.isnan(value) else number(value)
+
+
+def interval(value: float | None, lo: float | None, hi: float | None, scale: float | None = None) -> str:
+    """``value [lo, hi]`` (each a ``number`` at ``scale``); the value alone when the interval is missing."""
     if value is None or lo is None or hi is None:
-        return number(value)
-    return f"{number(value)} [{number(lo)}, {number(hi)}]"
+        return number(value, scale)
+    return f"{number(value, scale)} [{number(lo, scale)}, {number(hi, scale)}]"
 
 
 def readable(frame: pl.DataFrame) -> pl.DataFrame:
@@ -211,11 +251,12 @@ ACCOUNTING = {
 FLOPs) after the design of each row."""
 
 
-def renamed(columns: Mapping[str, str]) -> View:
-    """A table whose cells are shown as they are: the paper's columns (column -> header)."""
+def renamed(columns: Mapping[str, str], scale: float | None = None) -> View:
+    """A table whose cells are shown as they are: the paper's columns (column -> header), each
+    number at ``scale`` where its columns share one (``number``)."""
 
     def build(frame: pl.DataFrame) -> list[dict[str, str]]:
-        return [{header: number(row[column]) for column, header in columns.items()} for row in frame.to_dicts()]
+        return [{header: number(row[column], scale) for column, header in columns.items()} for row in frame.to_dicts()]
 
     return View(tuple(columns), build)
 
@@ -233,6 +274,25 @@ def _subset_fits(frame: pl.DataFrame) -> list[dict[str, str]]:
         }
         for row in frame.to_dicts()
     ]
+
+
+def _trends(frame: pl.DataFrame) -> list[dict[str, str]]:
+    return [
+        {
+            "axis": row["axis"],
+            "n_runs": number(row["n_runs"]),
+            "n_points": number(row["n_points"]),
+            "slope": interval(row["slope"], row["slope_lo"], row["slope_hi"], SUCCESS_SCALE),
+            "p_value": p_value(row["p_value"]),
+        }
+        for row in frame.to_dicts()
+    ]
+
+
+TRENDS = View(("axis", "n_runs", "n_points", "slope", "slope_lo", "slope_hi", "p_value"), _trends)
+"""The laws' ``trends``: held-out success gained per doubling of each axis, ``slope [lo, hi]`` (zero
+up to rounding of a success rate shows ``0``), and its p-value, ``not defined`` where it is null
+(the runs' success has no variance; the laws' ``warnings`` say so)."""
 
 
 def _slope(row: dict[str, Any] | None) -> str:
@@ -357,6 +417,7 @@ VIEWS: dict[str, View] = {
     "table19": recipe_exponents("cost_model", "cost model"),
     "table20": View(("domain", "axis", "slope", "slope_lo", "slope_hi", "identified"), _recipe_domains),
     "table21": recipe_exponents("perturbation", "perturbation"),
+    "trends": TRENDS,
     "power": renamed(
         {
             "quantity": "quantity",
@@ -366,7 +427,8 @@ VIEWS: dict[str, View] = {
             "half_width_q90": "one study's, 90 %",
             "p_decides": "P(interval excludes 0)",
             "p_bounded": "P(interval bounded)",
-        }
+        },
+        scale=1.0,  # half-widths of exponents and of success per doubling, and probabilities: all of order 1
     ),
 }
 """Each table's compact form, by table (and ``laws`` frame) name; a name not here is shown whole."""

@@ -13,6 +13,7 @@ import polars as pl
 
 from axisrl.plan import AXES
 from axisrl.recipe.study import DRIVERS as TABLE18_DRIVERS
+from axisrl.report.compact import SUCCESS_SCALE, fixed, number
 
 DRIVERS = (*TABLE18_DRIVERS, "heldout_seconds_per_episode")
 """Table 18's measured cost drivers and the held-out evaluation's seconds per episode."""
@@ -73,10 +74,13 @@ def drivers_by_domain(runs: Mapping[str, pl.DataFrame]) -> pl.DataFrame:
     return pl.DataFrame(rows, infer_schema_length=None)
 
 
-def _interval(value: object, lo: object, hi: object) -> str:
+def _interval(value: float | None, lo: float | None, hi: float | None, scale: float | None = None) -> str:
+    """``value [lo, hi]`` to 3 decimals (``fixed``: ``0`` where zero up to rounding at ``scale``)."""
     if value is None:
         return "-"
-    return f"{value:.3f} [{lo:.3f}, {hi:.3f}]" if lo is not None and hi is not None else f"{value:.3f}"
+    if lo is None or hi is None:
+        return fixed(value, 3, scale)
+    return f"{fixed(value, 3, scale)} [{fixed(lo, 3, scale)}, {fixed(hi, 3, scale)}]"
 
 
 def exponents_markdown(frame: pl.DataFrame) -> pl.DataFrame:
@@ -90,11 +94,11 @@ def exponents_markdown(frame: pl.DataFrame) -> pl.DataFrame:
             alpha = row[f"alpha_{axis}"], row[f"alpha_{axis}_lo"], row[f"alpha_{axis}_hi"]
             shown[f"alpha ({axis})"] = _interval(*alpha) if ok else row[f"status_{axis}"]
             trend = row.get(f"trend_{axis}"), row.get(f"trend_{axis}_lo"), row.get(f"trend_{axis}_hi")
-            shown[f"trend per doubling ({axis})"] = _interval(*trend)
+            shown[f"trend per doubling ({axis})"] = _interval(*trend, SUCCESS_SCALE)
         for a, b in ((AXES[0], AXES[1]), (AXES[0], AXES[2]), (AXES[1], AXES[2])):
             name = f"diff_{a}_{b}"
             diff = _interval(row.get(name), row.get(f"{name}_lo"), row.get(f"{name}_hi"))
             p = row.get(f"{name}_p_value")
-            shown[f"alpha {a} - {b} (p)"] = diff if p is None else f"{diff}, p {p:.3g}"
+            shown[f"alpha {a} - {b} (p)"] = diff if p is None else f"{diff}, p {number(p)}"
         out.append(shown)
     return pl.DataFrame(out)

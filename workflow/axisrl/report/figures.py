@@ -29,6 +29,7 @@ from matplotlib.ticker import LogFormatter
 
 from axisrl.laws.data import pool_points
 from axisrl.report import style
+from axisrl.report.compact import SUCCESS_SCALE, fixed
 from axisrl.report.panels import as_float, placeholder, require_columns
 
 __all__ = [
@@ -79,10 +80,10 @@ def _natural(label: str) -> list:
 
 def _fit_label(fit: dict) -> str:
     """Legend text of one sweep's fit: the log-log slope and its interval where known."""
-    text = f"$\\alpha$ = {fit['alpha']:.2f}"
+    text = f"$\\alpha$ = {fixed(fit['alpha'], 2)}"
     lo, hi = as_float(fit["alpha_lo"]), as_float(fit["alpha_hi"])
     if not (math.isnan(lo) or math.isnan(hi)):
-        text += f" [{lo:.2f}, {hi:.2f}]"
+        text += f" [{fixed(lo, 2)}, {fixed(hi, 2)}]"
     return text
 
 
@@ -93,15 +94,18 @@ def _shows_floor(fit: dict) -> bool:
 
 def _floor_label(fit: dict) -> str:
     """Legend text of a drawn floor law: its own exponent (not alpha) and floor."""
-    return f"floor law: exponent {fit['floor_alpha']:.2f}, $E$ = {fit['floor_E']:.2f}"
+    return f"floor law: exponent {fixed(fit['floor_alpha'], 2)}, $E$ = {fixed(fit['floor_E'], 2)}"
 
 
-def _trend_label(trend: dict) -> str:
-    """Panel title: held-out success gained per doubling of the axis, its CI and the runs behind it."""
-    return (
-        f"success {trend['slope']:+.3f} per doubling [{trend['slope_lo']:+.3f}, {trend['slope_hi']:+.3f}]"
-        f"\n(axis sweeps, {trend['n_runs']} runs)"
-    )
+def _trend_label(trend: Mapping[str, Any]) -> str:
+    """Panel title: held-out success gained per doubling of the axis, its CI and the runs behind it
+    (``0`` where a number is zero up to rounding of a success rate), and where the trend's p-value is
+    null, that the runs' success has no variance to test."""
+    slope, lo, hi = (fixed(trend[c], 3, SUCCESS_SCALE, sign=True) for c in ("slope", "slope_lo", "slope_hi"))
+    runs = f"axis sweeps, {trend['n_runs']} runs"
+    if "p_value" in trend and trend["p_value"] is None:
+        runs += "; no variance: p-value not defined"
+    return f"success {slope} per doubling [{lo}, {hi}]\n({runs})"
 
 
 def _cost_levels(cost: np.ndarray) -> np.ndarray:

@@ -3,9 +3,11 @@
 One panel per swept axis (x on a log2 scale): every seed's held-out success at every sweep point as
 a dot (coloured by seed, so a seed that takes off everywhere shows), beside the seed-pooled success
 with its binomial 95% interval (Wilson, on the pooled successes and trials) and, lighter, the 95%
-interval the seeds' own scatter gives their mean (``p +- 1.96 sqrt(between_seed_var / n_seeds)``).
-The two intervals' lengths differ by about the square root of the point's design effect; each
-panel's title gives the design effects' median and range over the sweep (``axisrl.laws.noise``).
+interval the seeds' own scatter gives their mean: Wilson again, on the effective number of trials
+whose binomial variance is the mean's variance from the seeds, ``p (1 - p) n_seeds /
+between_seed_var`` (``seed_spread_interval``; inside [0, 1] near 0 and 1, where ``p +- 1.96 SE``
+is not). The two intervals' lengths differ by about the square root of the point's design effect;
+each panel's title gives the design effects' median and range over the sweep (``axisrl.laws.noise``).
 """
 
 from __future__ import annotations
@@ -20,22 +22,24 @@ from matplotlib.ticker import FuncFormatter
 from axisrl.laws.noise import NOISE_SCHEMA, sweep_seeds
 from axisrl.laws.tables import in_families
 from axisrl.report import style
-from axisrl.report.panels import placeholder, require_columns
+from axisrl.report.panels import placeholder, require_columns, wilson, wilson_interval
 
-__all__ = ["noise_figure", "wilson_interval"]
+__all__ = ["noise_figure", "seed_spread_interval", "wilson_interval"]
 
 AXIS_ORDER = ("d_env", "d_task", "d_traj")
-Z95 = 1.959963984540054
 SEED_SHIFT, POOLED_SHIFT, JITTER = -0.14, 0.14, 0.06
 """Horizontal offsets in doublings: the seeds' dots left of each point, the pooled estimate right."""
 
 
-def wilson_interval(successes: np.ndarray, trials: np.ndarray, z: float = Z95) -> tuple[np.ndarray, np.ndarray]:
-    """The Wilson score interval of a binomial proportion (finite and inside [0, 1] at 0 and n successes)."""
-    p = successes / trials
-    centre = (p + z**2 / (2 * trials)) / (1 + z**2 / trials)
-    half = z * np.sqrt(p * (1 - p) / trials + z**2 / (4 * trials**2)) / (1 + z**2 / trials)
-    return np.clip(centre - half, 0, 1), np.clip(centre + half, 0, 1)
+def seed_spread_interval(rows: pl.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """The 95 % interval the seeds' scatter gives each point's success (``noise`` rows): Wilson on
+    the effective trials ``p (1 - p) n_seeds / between_seed_var`` (Kish's, the binomial trials with
+    the seeds' mean's variance); the point itself where the seeds do not differ, NaN with one seed."""
+    p = rows["p"].to_numpy()
+    variance = rows["between_seed_var"].fill_null(np.nan).to_numpy()
+    effective = np.full_like(p, np.inf)
+    np.divide(p * (1 - p) * rows["n_seeds"].to_numpy(), variance, out=effective, where=variance > 0)
+    return wilson(p, np.where(np.isnan(variance), np.nan, effective))
 
 
 def _design_effect_title(rows: pl.DataFrame) -> str:
@@ -87,17 +91,17 @@ def noise_figure(
             rows = pooled.filter(pl.col("axis") == axis).sort("x")
             x = rows["x"].to_numpy() * 2.0**POOLED_SHIFT
             p = rows["p"].to_numpy()
-            spread = Z95 * np.sqrt(rows["between_seed_var"].fill_null(np.nan).to_numpy() / rows["n_seeds"].to_numpy())
+            lo, hi = seed_spread_interval(rows)
             ax.errorbar(
                 x,
                 p,
-                yerr=np.vstack([np.minimum(spread, p), np.minimum(spread, 1 - p)]),
+                yerr=np.vstack([np.maximum(p - lo, 0), np.maximum(hi - p, 0)]),
                 fmt="none",
                 ecolor="grey",
                 alpha=0.5,
                 elinewidth=5,
                 capsize=0,
-                label="seed spread 95%",
+                label="seed spread, Wilson 95% (effective n)",
                 zorder=1,
             )
             lo, hi = wilson_interval(rows["successes"].to_numpy(), rows["trials"].to_numpy())
@@ -107,7 +111,7 @@ def noise_figure(
                 yerr=np.vstack([np.maximum(p - lo, 0), np.maximum(hi - p, 0)]),
                 fmt="o",
                 color="black",
-                label="pooled, binomial 95%",
+                label="pooled, Wilson 95%",
                 zorder=4,
             )
             if take_off is not None:

@@ -3,7 +3,7 @@ one colour per strategy and one per axis shared between them. ``figures`` re-exp
 every figure target is named in ``axisrl.report.figures``.
 
 * ``figure1`` -- same compute, different outcomes (paper Figure 1): at the largest pre-registered
-  compute level, measured held-out success per strategy (bars, 95% CI) against its prediction, and
+  compute level, measured held-out success per strategy (bars, Wilson 95% interval) against its prediction, and
   one pie per strategy of its cost shares.
 * ``figure5`` -- the recipe (paper Figure 5): (a) the optimal allocation of each axis against the
   budget with its fitted exponent, (b) held-out success against the budget per strategy, predicted
@@ -21,7 +21,8 @@ import polars as pl
 from matplotlib.lines import Line2D
 
 from axisrl.report import style
-from axisrl.report.panels import as_float, placeholder, require_columns
+from axisrl.report.compact import fixed
+from axisrl.report.panels import as_float, placeholder, require_columns, wilson_interval
 
 RECIPE_AXIS_ORDER = ("width", "d_env", "d_task", "d_traj")
 STRATEGY_ORDER = ("recipe", "trajectories_only", "chinchilla_transfer")
@@ -59,18 +60,50 @@ def _has_measurements(frame: pl.DataFrame) -> bool:
     return "p" in frame.columns and frame["p"].cast(pl.Float64).fill_nan(None).drop_nulls().len() > 0
 
 
+MEASURED_INTERVAL = "Wilson 95%"
+"""The interval of a measured success in Figures 1 and 5 (``measured_interval``), as their legends name it."""
+
+
+def measured_interval(measured: pl.DataFrame) -> pl.DataFrame:
+    """``measured`` (the validate stage's frame) with ``p_wilson_lo``/``p_wilson_hi``: the Wilson 95 %
+    interval of each measured success on its seeds' pooled held-out episodes, the binomial interval
+    the figures draw (inside [0, 1]; ``p +- 1.96 p_se`` leaves it near 0 and 1). The count is the
+    frame's ``successes`` where it has them, else read back from ``p`` and ``trials``: ``p`` is the
+    pooled ``k / n``, clipped as the laws clip it to ``[1/(2n), 1 - 1/(2n)]``, so a clipped ``p`` is 0 or
+    ``n`` successes. Null where the frame has no measurement."""
+    if not {"p", "trials"} <= set(measured.columns):
+        return measured.with_columns(p_wilson_lo=pl.lit(None, pl.Float64), p_wilson_hi=pl.lit(None, pl.Float64))
+    trials = measured["trials"].cast(pl.Float64).fill_null(np.nan).to_numpy()
+    if "successes" in measured.columns:
+        successes = measured["successes"].cast(pl.Float64).fill_null(np.nan).to_numpy()
+    else:
+        successes = measured["p"].cast(pl.Float64).fill_null(np.nan).to_numpy() * trials
+        successes = np.where(
+            np.isclose(successes, 0.5), 0.0, np.where(np.isclose(successes, trials - 0.5), trials, successes)
+        )
+    lo, hi = wilson_interval(successes, trials)
+    return measured.with_columns(p_wilson_lo=pl.Series(lo).fill_nan(None), p_wilson_hi=pl.Series(hi).fill_nan(None))
+
+
+def _error(points: pl.DataFrame) -> np.ndarray:
+    """``errorbar``'s ``yerr`` of measured points: from ``p`` down and up to its Wilson interval."""
+    p = points["p"].cast(pl.Float64).to_numpy()
+    lo, hi = (points[c].fill_null(np.nan).to_numpy() for c in ("p_wilson_lo", "p_wilson_hi"))
+    return np.vstack([np.maximum(p - lo, 0), np.maximum(hi - p, 0)])
+
+
 def _slope_label(axis: str, row: dict | None) -> str:
     """Legend text of one axis of Figure 5a: its OLS exponent and bootstrap interval, or "pinned"."""
     if row is None or row.get("slope") is None:
         return axis
     if row.get("pinned"):
-        return f"{axis}: {row['slope']:.2f} (pinned)"
-    text = f"{axis}: {row['slope']:.2f}"
+        return f"{axis}: {fixed(row['slope'], 2)} (pinned)"
+    text = f"{axis}: {fixed(row['slope'], 2)}"
     if row.get("identified") is False:
         return text + " (not identified: no effect in the law)"
     lo, hi = as_float(row.get("slope_lo")), as_float(row.get("slope_hi"))
     if not (math.isnan(lo) or math.isnan(hi)):
-        text += f" [{lo:.2f}, {hi:.2f}]"
+        text += f" [{fixed(lo, 2)}, {fixed(hi, 2)}]"
     return text
 
 
@@ -85,7 +118,8 @@ def figure5(
     """The recipe (paper Figure 5). (a) The optimal allocation of each axis against the budget
     (log-log) along the recipe path, with the OLS exponent and its bootstrap interval in the legend,
     and the rounded recipe designs that were trained as points. (b) Held-out success against the
-    budget (log x) per strategy: predicted curves, measured success (95% CI, slightly jittered in x
+    budget (log x) per strategy: predicted curves, measured success (Wilson 95% interval on the
+    seeds' pooled episodes, ``measured_interval``; slightly jittered in x
     so strategies do not overlap) and the validation point (black star) with its pre-registered
     prediction interval. ``measured`` may lack the measurement columns (predictions only)."""
     require_columns(path, ("compute", "currency", *RECIPE_AXIS_ORDER), "path")
@@ -157,12 +191,7 @@ def figure5(
                 continue
             jitter = float(np.exp(0.035 * (k - (n - 1) / 2)))
             p = points["p"].to_numpy().astype(np.float64)
-            error = (
-                1.96 * points["p_se"].fill_null(np.nan).to_numpy().astype(np.float64)
-                if "p_se" in points.columns
-                else None
-            )
-            right.errorbar(_spent(points) * jitter, p, yerr=error, fmt="o", color=color)
+            right.errorbar(_spent(points) * jitter, p, yerr=_error(measured_interval(points)), fmt="o", color=color)
         validation = measured.filter(pl.col("role") == "validation")
         for row in validation.iter_rows(named=True):
             if row.get("success_lo") is not None and row.get("success_hi") is not None:
@@ -183,7 +212,9 @@ def figure5(
         right.set_title("(b) predicted (lines) and measured (points) success", fontsize=10)
         handles = [Line2D([], [], color=_strategy_color(s, order), label=STRATEGY_LABELS.get(s, s)) for s in order]
         if measured_p:
-            handles.append(Line2D([], [], linestyle="none", marker="o", color="grey", label="measured, 95% CI"))
+            handles.append(
+                Line2D([], [], linestyle="none", marker="o", color="grey", label=f"measured, {MEASURED_INTERVAL}")
+            )
         if validation.height:
             handles.append(
                 Line2D(
@@ -211,7 +242,7 @@ def _spent(points: pl.DataFrame) -> np.ndarray:
 
 def figure1(measured: pl.DataFrame, png: Path | str, pdf: Path | str) -> None:
     """Same compute, different outcomes (paper Figure 1): at the largest compute level of the
-    strategy runs, one bar per strategy of its measured held-out success (95% CI) with the law's
+    strategy runs, one bar per strategy of its measured held-out success (Wilson 95% interval) with the law's
     prediction and pre-registered interval beside it, and below, one pie per strategy of its cost
     shares ``eps_i / C`` (zero shares left out). Without any measured success: a placeholder."""
     require_columns(measured, ("role", "strategy", "compute"), "measured")
@@ -220,7 +251,7 @@ def figure1(measured: pl.DataFrame, png: Path | str, pdf: Path | str) -> None:
         placeholder("Figure 1: no strategy run has a measured held-out success yet", png, pdf)
         return
     top = rows["compute"].max()
-    rows = rows.filter(pl.col("compute") >= top * (1 - 1e-9))
+    rows = measured_interval(rows.filter(pl.col("compute") >= top * (1 - 1e-9)))
     order = _strategies_in(rows)
     currency = rows["currency"][0] if "currency" in rows.columns else ""
     n = len(order)
@@ -237,11 +268,12 @@ def figure1(measured: pl.DataFrame, png: Path | str, pdf: Path | str) -> None:
             if math.isnan(p):
                 bars.text(k, 0.02, "not measured", ha="center", va="bottom", rotation=90, fontsize=9)
             else:
-                error = 1.96 * as_float(row.get("p_se"), 0.0)
+                lo, hi = as_float(row["p_wilson_lo"], p), as_float(row["p_wilson_hi"], p)
                 bars.bar(k, p, width=0.6, color=color, alpha=0.85)
-                bars.errorbar(k, p, yerr=error, fmt="none", color="black")
-                bars.text(k - 0.04, p + error + 0.01, f"{p:.2f}", ha="right", va="bottom", fontsize=9)
-                ceiling = max(ceiling, p + error)
+                bars.errorbar(k, p, yerr=[[max(p - lo, 0.0)], [max(hi - p, 0.0)]], fmt="none", color="black")
+                top_of_bar = max(hi, p)
+                bars.text(k - 0.04, top_of_bar + 0.01, fixed(p, 2), ha="right", va="bottom", fontsize=9)
+                ceiling = max(ceiling, top_of_bar)
             predicted = as_float(row.get("predicted_success"))
             if not math.isnan(predicted):
                 lo, hi = as_float(row.get("success_lo"), predicted), as_float(row.get("success_hi"), predicted)
@@ -268,7 +300,7 @@ def figure1(measured: pl.DataFrame, png: Path | str, pdf: Path | str) -> None:
         bars.set_title(title)
         bars.legend(
             handles=[
-                plt.Rectangle((0, 0), 1, 1, color="grey", alpha=0.85, label="measured (95% CI)"),
+                plt.Rectangle((0, 0), 1, 1, color="grey", alpha=0.85, label=f"measured ({MEASURED_INTERVAL})"),
                 Line2D(
                     [],
                     [],
