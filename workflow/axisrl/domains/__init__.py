@@ -1,7 +1,8 @@
 """Environment domains: ``toolworld`` (procedural tool-use worlds), ``mathcode`` (reasoning-gym
 generators under tool harnesses), ``miniwob`` (MiniWoB++ pages in a headless Chromium),
 ``webworld`` (procedural web sites with WebShop-like tasks) and ``repoworld`` (procedural Python
-repositories with injected bugs and issue reports); the last three serve the LLM backends.
+repositories with injected bugs and issue reports). toolworld, webworld and repoworld have a tiny
+base (``generate_pretrain_pool``) and serve both backends; mathcode and miniwob serve the LLM backends.
 Every stage and backend reaches a domain through ``load``, so adding one is a module with the same
 API (its environment class exported as ``Env``) and a name here.
 """
