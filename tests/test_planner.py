@@ -203,8 +203,8 @@ def test_a_noise_frame_point_at_0_success_has_a_finite_line_and_no_numpy_warning
         }
     ).with_columns(p=pl.col("successes") / pl.col("trials"))
     with np.errstate(all="raise"):
-        line = planner._sweep_line(sweep)
-        kept = planner._offsets_kept([line])
+        line = planner.model._sweep_line(sweep)
+        kept = planner.model._offsets_kept([line])
     clipped = 0.5 / 400
     assert line.log_loss[0] == pytest.approx(np.log(-np.log(clipped)))
     assert line.variance[0] == pytest.approx(clipped * (1 - clipped) / 400 / (clipped * np.log(clipped)) ** 2)
