@@ -11,9 +11,9 @@ import polars as pl
 import pytest
 
 from axisrl.config import validate_config
+from axisrl.domains import levels
 from axisrl.domains import toolworld as tw
 from axisrl.domains.toolworld import drafts as tw_drafts
-from axisrl.domains.toolworld import pool as tw_pool
 from axisrl.domains.toolworld import tasks as tw_tasks
 from axisrl.domains.toolworld.canon import canonical_json
 from axisrl.domains.toolworld.lexicon import HELDOUT_MARKERS, SYLLABLES, make_word, word_pool
@@ -192,7 +192,7 @@ def test_t0_is_seen_environment_new_content_and_t1_is_seen_world_unseen_variant(
 
 
 def test_t2_rejection_sampling_fails_loudly_when_it_cannot_succeed(cfg, monkeypatch):
-    monkeypatch.setattr(tw_pool, "T2_WORLD_ATTEMPTS", 0)
+    monkeypatch.setattr(levels, "T2_WORLD_ATTEMPTS", 0)
     with pytest.raises(ValueError, match="T2"):
         tw.generate_pool({**cfg, "n_worlds": 1, "variants_per_world": 1})
 

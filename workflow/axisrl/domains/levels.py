@@ -1,9 +1,9 @@
-"""A procedural domain's pools assembled from its levels, with toolworld's tiers (webworld, repoworld).
+"""A procedural domain's pools assembled from its levels: toolworld's, webworld's and repoworld's tiers.
 
 A domain supplies a ``LevelSynthesizer``: how a world (L2) is drawn from its seed, a variant (L1)
 with its declared edits, a spec from a structure and a content (L0), a re-skin, the name-free
-signatures, an environment's ids, size and vocabulary, and its tasks. ``assemble_pool`` draws the rest as
-toolworld's ``pool.py`` does. Training: ``n_worlds`` worlds x ``variants_per_world`` variants (the
+signatures, an environment's ids, size and vocabulary, and its tasks. ``assemble_pool`` draws the rest,
+the same way for every domain. Training: ``n_worlds`` worlds x ``variants_per_world`` variants (the
 first unedited) x ``contents_per_variant`` contents, plus ``reskins_per_world`` re-skinned copies of
 each world's first environment: contents and re-skins are raw duplicates that signature dedup
 collapses. Placebo: ``placebo_contents`` contents of the first world's unedited variant. Held-out,
@@ -11,8 +11,11 @@ from the ``heldout.seed`` stream: T0 = a training (world, variant) with new cont
 world under a new variant whose (sig_api, sig_schema, sig_sem) no training environment has; T2 = new
 worlds, rejection-sampled until none of their sig_api, sig_schema, sig_sem or skin occurs in
 training, and sharing no vocabulary word with it; V = worlds drawn like T2's from a seed stream of
-their own, sharing no signature with training or T2. Every seed stream is named after the domain
-(``<domain>-<world word>``, ``<domain>-variant`` ...), so each domain's pools are its own.
+their own, sharing no signature with training or T2. Pretraining (tier P, ``pretrain_pool``): worlds
+drawn like T2's from the ``pretrain.seed`` stream, sharing no signature with any of those pools. Every
+seed stream's name starts with the domain's prefix (``Streams``: ``<domain>-<world word>``,
+``<domain>-variant`` ...; toolworld's streams are older than the other domains' and have none), so
+each domain's pools are its own.
 """
 
 from __future__ import annotations
@@ -22,8 +25,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, NamedTuple, Protocol
 
-from axisrl.domains.toolworld.canon import canonical_json, derive_seed
-from axisrl.domains.toolworld.pool import PRETRAIN_TIER, Pool
+from axisrl.domains.canon import canonical_json, derive_seed
+from axisrl.domains.pool import PRETRAIN_TIER, Pool
 
 T1_ATTEMPTS = 64
 T2_WORLD_ATTEMPTS = 64
@@ -46,9 +49,26 @@ class Origin:
     tier: str | None = None
 
 
+@dataclass(frozen=True)
+class Streams:
+    """How a domain's seed streams are named and its pretraining tier drawn: ``prefix`` starts every
+    stream's name; the pretraining worlds are named from the ``pretrain_lexicon`` word pool and their
+    rows carry the split ``pretrain_split``."""
+
+    prefix: str
+    pretrain_lexicon: str = "heldout"
+    pretrain_split: str = "train"
+
+
+def streams(synth: LevelSynthesizer) -> Streams:
+    """The synthesizer's own ``streams`` (toolworld's: no prefix, tier P named from the training
+    lexicon with split ``pretrain``), else ``<domain>-`` streams and the defaults (webworld, repoworld)."""
+    return getattr(synth, "streams", None) or Streams(f"{synth.domain}-")
+
+
 class LevelSynthesizer(Protocol):
     """What a domain tells ``assemble_pool``: its name and the word its seed streams call a world
-    (``site`` for webworld), and how each level is drawn."""
+    (``site`` for webworld), and how each level is drawn. It may also set ``streams`` (a ``Streams``)."""
 
     domain: str
     world_word: str
@@ -139,42 +159,44 @@ def draw_variant(
 
 def task_seed(synth: LevelSynthesizer, root: int, origin: Origin) -> int:
     """Independent of the skin, so a re-skin gets the same tasks in its own names."""
-    return derive_seed(root, f"{synth.domain}-tasks", origin.world_seed, origin.variant_seed, origin.content_seed)
+    return derive_seed(
+        root, f"{streams(synth).prefix}tasks", origin.world_seed, origin.variant_seed, origin.content_seed
+    )
 
 
 def assemble_pool(cfg: Mapping[str, Any], synth: LevelSynthesizer) -> Pool:
     """The training, placebo and held-out pools for a ``synthesize`` config section."""
     pool = Pool()
-    name = synth.domain
+    prefix = streams(synth).prefix
     root, n_tasks = cfg["seed"], cfg["tasks_per_env"]
     n_worlds, n_variants = cfg["n_worlds"], cfg["variants_per_world"]
     variants: dict[tuple[int, int], tuple[Any, list[str], int | None]] = {}
     train_sigs: list[dict[str, str]] = []
 
     for w in range(n_worlds):
-        world_seed = derive_seed(root, f"{name}-{synth.world_word}", w)
+        world_seed = derive_seed(root, f"{prefix}{synth.world_word}", w)
         base = synth.world(world_seed)
         for v in range(n_variants):
-            variant_seed = None if v == 0 else derive_seed(root, f"{name}-variant", w, v)
+            variant_seed = None if v == 0 else derive_seed(root, f"{prefix}variant", w, v)
             structure, edits = synth.variant(base, variant_seed)
             variants[(w, v)] = (structure, edits, variant_seed)
             for c in range(cfg["contents_per_variant"]):
-                origin = Origin(world_seed, v, variant_seed, derive_seed(root, f"{name}-content", w, v, c))
+                origin = Origin(world_seed, v, variant_seed, derive_seed(root, f"{prefix}content", w, v, c))
                 spec = synth.spec(structure, origin, "train")
                 if v == 0 and c == 0:
                     first, first_origin = spec, origin
                 train_sigs.append(synth.signatures(spec))
                 emit(synth, spec, origin, edits, n_tasks, task_seed(synth, root, origin), pool.envs, pool.tasks)
         for r in range(cfg.get("reskins_per_world", 0)):
-            skinned = synth.reskin(first, derive_seed(root, f"{name}-reskin", w, r))
+            skinned = synth.reskin(first, derive_seed(root, f"{prefix}reskin", w, r))
             copy = Origin(world_seed, 0, None, first_origin.content_seed, skin_index=r + 1)
             train_sigs.append(synth.signatures(skinned))
             emit(synth, skinned, copy, [], n_tasks, task_seed(synth, root, first_origin), pool.envs, pool.tasks)
 
     structure, _, _ = variants[(0, 0)]
-    first_world = derive_seed(root, f"{name}-{synth.world_word}", 0)
+    first_world = derive_seed(root, f"{prefix}{synth.world_word}", 0)
     for c in range(cfg.get("placebo_contents", 0)):
-        origin = Origin(first_world, 0, None, derive_seed(root, f"{name}-placebo-content", c), split="placebo")
+        origin = Origin(first_world, 0, None, derive_seed(root, f"{prefix}placebo-content", c), split="placebo")
         emit(
             synth,
             synth.spec(structure, origin, "train"),
@@ -193,16 +215,19 @@ def assemble_pool(cfg: Mapping[str, Any], synth: LevelSynthesizer) -> Pool:
 def pretrain_pool(
     cfg: Mapping[str, Any], pretrain: Mapping[str, Any], taken: Mapping[str, set[str]], synth: LevelSynthesizer
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """A domain's pretraining pool (tier P, what its tiny base is behaviour-cloned on), drawn as
-    toolworld's is: ``pretrain.worlds`` unseen worlds of ``pretrain.variants_per_world`` variants,
+    """A domain's pretraining pool (tier P, what its tiny base is behaviour-cloned on), drawn like
+    T2's: ``pretrain.worlds`` unseen worlds of ``pretrain.variants_per_world`` variants,
     ``pretrain.tasks_per_env`` tasks each, from a seed stream of their own; none shares a signature
     (or a skin) with ``taken``, the pools the study trains or tests on, nor with another P world."""
     taken = {axis: set(taken[axis]) for axis in (*SIGNATURE_AXES, "skin")}
-    root, stream = pretrain["seed"], f"{synth.domain}-pretrain"
+    draws = streams(synth)
+    root, stream = pretrain["seed"], f"{draws.prefix}pretrain"
     envs: list[dict[str, Any]] = []
     tasks: list[dict[str, Any]] = []
     for i in range(pretrain["worlds"]):
-        accepted = _unseen_world(synth, root, stream, PRETRAIN_TIER, i, pretrain["variants_per_world"], taken)
+        accepted = _unseen_world(
+            synth, root, stream, PRETRAIN_TIER, i, pretrain["variants_per_world"], taken, draws.pretrain_lexicon
+        )
         if accepted is None:
             raise ValueError(
                 f"pretrain: no {synth.world_word} {i} whose variants avoid every signature of the study's pools in "
@@ -212,7 +237,7 @@ def pretrain_pool(
             sig = synth.signatures(spec)
             for axis in taken:
                 taken[axis].add(sig[axis])
-            origin = replace(origin, split="train")
+            origin = replace(origin, split=draws.pretrain_split)
             emit(synth, spec, origin, edits, pretrain["tasks_per_env"], task_seed(synth, root, origin), envs, tasks)
     return envs, tasks
 
@@ -224,11 +249,11 @@ def _heldout(
     train_sigs: list[dict[str, str]],
     pool: Pool,
 ) -> None:
-    held, name, word = cfg["heldout"], synth.domain, synth.world_word
+    held, prefix, word = cfg["heldout"], streams(synth).prefix, synth.world_word
     hs, n_tasks = held["seed"], held["tasks_per_env"]
     n_worlds, n_variants = cfg["n_worlds"], cfg["variants_per_world"]
-    rng = random.Random(derive_seed(hs, f"{name}-tiers"))
-    world_seeds = [derive_seed(cfg["seed"], f"{name}-{word}", w) for w in range(n_worlds)]
+    rng = random.Random(derive_seed(hs, f"{prefix}tiers"))
+    world_seeds = [derive_seed(cfg["seed"], f"{prefix}{word}", w) for w in range(n_worlds)]
     out_envs, out_tasks = pool.heldout_envs, pool.heldout_tasks
 
     pairs = rng.sample(sorted(variants), len(variants))
@@ -236,7 +261,7 @@ def _heldout(
         w, v = pairs[i % len(pairs)]
         structure, edits, variant_seed = variants[(w, v)]
         origin = Origin(
-            world_seeds[w], v, variant_seed, derive_seed(hs, f"{name}-t0-content", i), split="heldout", tier="T0"
+            world_seeds[w], v, variant_seed, derive_seed(hs, f"{prefix}t0-content", i), split="heldout", tier="T0"
         )
         spec = synth.spec(structure, origin, "train")
         emit(synth, spec, origin, edits, n_tasks, task_seed(synth, hs, origin), out_envs, out_tasks)
@@ -246,13 +271,13 @@ def _heldout(
     for i in range(held["t1_envs"]):
         w = worlds[i % n_worlds]
         for attempt in range(T1_ATTEMPTS):
-            variant_seed = derive_seed(hs, f"{name}-t1-variant", i, attempt)
+            variant_seed = derive_seed(hs, f"{prefix}t1-variant", i, attempt)
             structure, edits = synth.variant(synth.world(world_seeds[w]), variant_seed)
             origin = Origin(
                 world_seeds[w],
                 n_variants + i,
                 variant_seed,
-                derive_seed(hs, f"{name}-t1-content", i),
+                derive_seed(hs, f"{prefix}t1-content", i),
                 split="heldout",
                 tier="T1",
             )
@@ -267,13 +292,14 @@ def _heldout(
     train_words = {w for env in pool.envs for w in env["vocabulary"]}
     for tier, n_unseen in (("T2", held["t2_worlds"]), ("V", held.get("validation_worlds", 0))):
         emitted: list[dict[str, str]] = []
-        stream = f"{name}-t2" if tier == "T2" else f"{name}-validation"
+        stream = f"{prefix}t2" if tier == "T2" else f"{prefix}validation"
         for i in range(n_unseen):
             accepted = _unseen_world(synth, hs, stream, tier, i, held["t2_variants_per_world"], taken)
             if accepted is None:
                 raise ValueError(
                     f"{tier}: no unseen {word} {i} whose variants avoid every sig_api, sig_schema and sig_sem of "
-                    f"training{' and T2' if tier == 'V' else ''} in {T2_WORLD_ATTEMPTS} attempts"
+                    f"training{' and T2' if tier == 'V' else ''} in {T2_WORLD_ATTEMPTS} attempts; the pools may "
+                    "cover this config's structure space (raise tables.max or lower n_worlds / variants_per_world)"
                 )
             for spec, origin, edits in accepted:
                 emitted.append(synth.signatures(spec))
@@ -286,10 +312,18 @@ def _heldout(
 
 
 def _unseen_world(
-    synth: LevelSynthesizer, root: int, stream: str, tier: str, i: int, n_variants: int, taken: dict[str, set[str]]
+    synth: LevelSynthesizer,
+    root: int,
+    stream: str,
+    tier: str,
+    i: int,
+    n_variants: int,
+    taken: dict[str, set[str]],
+    lexicon: str = "heldout",
 ) -> list[tuple[Spec, Origin, list[str]]] | None:
-    """World ``i`` of an unseen tier (T2 or V, each from its own seed stream): its environments, or
-    None if every attempt collides with a signature in ``taken``."""
+    """World ``i`` of an unseen tier (T2, V or P, each from its own seed stream, named from the
+    ``lexicon`` word pool): its environments, or None if every attempt collides with a signature in
+    ``taken``."""
 
     def fresh(spec: Spec) -> bool:
         sig = synth.signatures(spec)
@@ -313,7 +347,7 @@ def _unseen_world(
                     split="heldout",
                     tier=tier,
                 )
-                spec = synth.spec(structure, origin, "heldout")
+                spec = synth.spec(structure, origin, lexicon)
                 if fresh(spec):
                     accepted.append((spec, origin, edits))
                     break

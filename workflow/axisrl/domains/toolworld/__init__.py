@@ -7,10 +7,11 @@ tasks are filtered answer-first; signatures identify environments up to names. S
 explicit, measurable defects.
 """
 
+from axisrl.domains.pool import PRETRAIN_TIER, Pool
 from axisrl.domains.toolworld.compact import compact_view
 from axisrl.domains.toolworld.defects import description_mismatches
 from axisrl.domains.toolworld.env import StepResult, ToolworldEnv, VerifyResult
-from axisrl.domains.toolworld.pool import PRETRAIN_TIER, Pool, generate_pool, generate_pretrain_pool
+from axisrl.domains.toolworld.pool import generate_pool, generate_pretrain_pool
 from axisrl.domains.toolworld.render import observation_json, render_chat, tool_schemas
 from axisrl.domains.toolworld.signatures import schema_tokens, signatures, tool_tokens, transition_tokens
 from axisrl.domains.toolworld.simulated import SimulatedEnv

@@ -18,7 +18,8 @@ import random
 from collections.abc import Mapping
 from typing import Any
 
-from axisrl.domains.toolworld.canon import derive_seed, short_hash
+from axisrl.domains.canon import derive_seed, short_hash
+from axisrl.domains.levels import draw_variant
 from axisrl.domains.toolworld.lexicon import assign_words, entity_name, make_id_format
 
 SPEC_FORMAT = "toolworld/1"
@@ -266,18 +267,8 @@ def _apply_edit(structure: Structure, edit: str) -> None:
 
 
 def sample_variant(structure: Structure, variant_seed: int | None) -> tuple[Structure, list[str]]:
-    """Apply 1-3 declared edits drawn from ``variant_seed``; ``None`` is the unedited world."""
-    edited = _copy(structure)
-    if variant_seed is None:
-        return edited, []
-    rng = random.Random(derive_seed(variant_seed, "edits"))
-    edits: list[str] = []
-    for _ in range(rng.choice((1, 1, 2, 2, 3))):
-        options = {cat: opts for cat, opts in _edit_options(edited).items() if opts}
-        edit = rng.choice(options[rng.choice(sorted(options))])
-        _apply_edit(edited, edit)
-        edits.append(edit)
-    return edited, edits
+    """1-3 declared edits drawn from ``variant_seed`` (``levels.draw_variant``); ``None`` is the unedited world."""
+    return draw_variant(structure, variant_seed, _copy, _edit_options, lambda s, e, _rng: _apply_edit(s, e))
 
 
 # ---------------------------------------------------------------------------------------------- L0
