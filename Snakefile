@@ -37,3 +37,6 @@ else:
         """Every base the study's tiny runs start from (one per policy width; none with train.init random)."""
         input:
             [base_files(key)["base"] for key in BASES],
+
+
+include: "workflow/rules/studies.smk"

@@ -10,7 +10,7 @@ import pytest
 from axisrl.config import hashed_part, load_config, load_yaml, validate_config
 from axisrl.stages import STAGES, base_spec, job_function, key_table, study
 from axisrl.stages.registry import project, resolve
-from axisrl.targets import FIGURES, TABLES
+from axisrl.targets import FIGURES, TABLES, study_spec
 from conftest import DEFAULT_CONFIG
 from conftest import ROOT as REPO
 
@@ -82,6 +82,31 @@ def test_a_stage_key_moves_with_what_it_reads_and_nothing_else(config, schema):
     changed["pricing"]["threshold"] = 0.6
     moved = study(changed, schema).specs
     assert sorted(s for s in base if base[s].key != moved[s].key) == ["catalog", "pricing"]
+
+
+def test_a_study_folder_moves_with_what_its_tables_and_figures_read(config, schema):
+    """A study's tables and figures go to ``results/studies/<key>/`` (``axisrl.targets.study_spec``): an
+    option only a figure reads moves that folder and no stage, a fit option moves the laws stage and the
+    folder, a speed-only option neither, and the recipe's own options move it only while the recipe is on."""
+    base = study(config, schema)
+
+    def moved(change, start=config):
+        before, changed = study(start, schema), copy.deepcopy(start)
+        change(changed)
+        after = study(changed, schema)
+        stages = sorted(name for name in before.specs if before.specs[name].key != after.specs[name].key)
+        return study_spec(before).key != study_spec(after).key, stages
+
+    assert moved(lambda c: c["report"].update(cost_per_env=5)) == (True, [])
+    assert moved(lambda c: c["laws"].update(n_boot=10)) == (True, ["catalog", "laws"])
+    assert moved(lambda c: c["dedup"].update(block_size=17)) == (False, [])
+    assert moved(lambda c: c["recipe"].update(n_boot=10)) == (True, ["recipe", "validate"])
+    assert set(study_spec(base).inputs) == {"collect", "laws", "pricing", "recipe", "validate"}
+    off = copy.deepcopy(config)
+    off["recipe"]["enabled"] = False
+    assert study_spec(study(off, schema)).key != study_spec(base).key
+    assert set(study_spec(study(off, schema)).inputs) == {"collect", "laws", "pricing"}
+    assert moved(lambda c: c["recipe"].update(n_boot=10), start=off) == (False, ["recipe", "validate"])
 
 
 def _rules() -> list[str]:

@@ -15,8 +15,10 @@ import pytest
 import yaml
 
 from axisrl.artifacts import read_meta
-from axisrl.config import StageSpec
+from axisrl.config import StageSpec, domain_configs, load_config, load_yaml
 from axisrl.diagnostics import STEP_COLUMNS
+from axisrl.stages import study
+from axisrl.targets import FIGURES, TABLES, domains_spec, study_spec, study_targets
 from conftest import SMOKE, copy_study, copy_workflow, snakemake
 
 MIXTURES = ("--configfile", "config/studies/smoke.yaml", "config/studies/smoke-mixtures.yaml")
@@ -28,6 +30,18 @@ STAGE_FILES = {
     "dedup": (*POOLS, "pool_stats", "task_dedup"),
 }
 """Single-key stages; train (which also evaluates) has one key per grid point."""
+
+
+def study_dir(workdir: Path, *args: str) -> Path:
+    """``results/studies/<key>/`` of the study that Snakemake's ``args`` (``--configfile`` and its files)
+    make in a workflow copy: where its tables and figures are, by the key the workflow gives it."""
+    schema = load_yaml(workdir / "config" / "schema.yaml")
+    files = [workdir / arg for arg in args if arg != "--configfile"]
+    config = load_config(workdir / "config" / "config.yaml", *files, schema_path=workdir / "config" / "schema.yaml")
+    if config["domains"]:
+        keys = {name: study_spec(study(domain, schema)).key for name, domain in domain_configs(config, schema).items()}
+        return workdir / domains_spec(keys).directory("results")
+    return workdir / study_spec(study(config, schema)).directory("results")
 
 
 def artifacts(workdir: Path) -> dict[str, Path]:
@@ -109,7 +123,8 @@ def test_smoke_study_writes_readable_artifacts_with_their_config(smoke_study):
     assert synth_meta.config["synthesize"]["n_worlds"] == smoke["synthesize"]["n_worlds"]
     dedup_meta = read_meta(found["dedup/tasks"])
     assert dedup_meta.inputs == {"synthesize": synth_meta.key, "embed": read_meta(found["embed/task_embeddings"]).key}
-    listed = pl.read_parquet(smoke_study / "results" / "catalog.parquet")
+    (catalog_dir,) = (smoke_study / "results" / "catalog").iterdir()
+    listed = pl.read_parquet(catalog_dir / "catalog.parquet")
     assert set(listed["path"].str.replace(str(smoke_study) + "/", "", literal=True)) >= {
         str(p.relative_to(smoke_study)) for p in found.values()
     }
@@ -234,7 +249,8 @@ def test_smoke_study_collects_one_row_per_planned_run(smoke_study):
 
 @pytest.mark.slow
 def test_table9_accounts_for_every_sweep_point(smoke_study):
-    table = pl.read_csv(smoke_study / "results" / "tables" / "table9.csv")
+    tables = study_dir(smoke_study, *SMOKE) / "tables"
+    table = pl.read_csv(tables / "table9.csv")
     smoke = yaml.safe_load((smoke_study / "config" / "studies" / "smoke.yaml").read_text())
     d_env = table.filter(pl.col("row") == "axis_sweeps:d_env")
     assert d_env["d_env"].to_list() == smoke["study"]["grids"]["d_env"]
@@ -246,7 +262,7 @@ def test_table9_accounts_for_every_sweep_point(smoke_study):
     assert (fixed["updates"] == train["updates"]).all()
     assert (fixed["charged_compute"] > 0).all() and (fixed["executed_over_charged"] > 0).all()
     assert set(table["row"]) >= {f"axis_sweeps:{axis}" for axis in ("d_env", "d_task", "d_traj")}
-    assert (smoke_study / "results" / "tables" / "table9.md").read_text().startswith("# Table 9")
+    assert (tables / "table9.md").read_text().startswith("# Table 9")
 
 
 @pytest.mark.slow
@@ -296,8 +312,15 @@ def test_a_study_across_domains_runs_each_as_its_own_and_sets_them_side_by_side(
         from_base = runs.filter(pl.col("base_param_hash").is_not_null())
         assert from_base.height > 0 and from_base["p_V_base"].is_between(0, 1).all()
     (alone,) = (smoke_study / "results" / "collect").iterdir()
-    assert (workdir / "domains" / "toolworld" / "results" / "collect" / alone.name).is_dir()
-    side = workdir / "results" / "domains"
+    toolworld = workdir / "domains" / "toolworld" / "results"
+    assert (toolworld / "collect" / alone.name).is_dir()
+    # each domain's own tables in its study's folder (toolworld's is the smoke study's), the side-by-side
+    # ones in this study's, and nothing else under results/studies/ but the name of the latter
+    assert (toolworld / "studies" / study_dir(smoke_study, *SMOKE).name / "tables" / "table2.md").is_file()
+    own = study_dir(workdir, *ACROSS_DOMAINS)
+    assert {p.name for p in (workdir / "results" / "studies").iterdir()} == {own.name, "smoke+smoke-domains"}
+    assert (workdir / "results" / "studies" / "smoke+smoke-domains").resolve() == own.resolve()
+    side = own / "tables"
     table2 = pl.read_csv(side / "table2.csv")
     assert table2["domain"].to_list() == list(named)
     assert set(table2.columns) >= {"alpha_d_env", "trend_d_traj_p_value", "status_d_task"}
@@ -307,7 +330,7 @@ def test_a_study_across_domains_runs_each_as_its_own_and_sets_them_side_by_side(
     assert (drivers["verifier_seconds_per_trajectory"] > 0).all() and (drivers["n_runs"] > 0).all()
     for name in ("table2", "table6", "table18"):
         assert (side / f"{name}.md").read_text().startswith("# Table")
-    assert (side / "fig2.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert (own / "figures" / "fig2.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 @pytest.mark.slow
@@ -321,14 +344,15 @@ def test_laws_tables_and_figures_of_the_smoke_study(smoke_study):
     assert (fits["status"] == "too_few_points").all()  # the smoke grids have 2 points per axis
     assert fits["reason"].str.contains("a fit needs at least 3").all()
     assert pl.read_parquet(laws_dir / "table8.parquet")["status"].to_list() == ["not_run"]
+    own = study_dir(smoke_study, *SMOKE)
     for name in (*LAW_TABLES, "table9"):
-        assert (smoke_study / "results" / "tables" / f"{name}.md").read_text().startswith("# Table")
-    power = pl.read_csv(smoke_study / "results" / "tables" / "power.csv")  # 2-point sweeps: the planner says why not
+        assert (own / "tables" / f"{name}.md").read_text().startswith("# Table")
+    power = pl.read_csv(own / "tables" / "power.csv")  # 2-point sweeps: the planner says why not
     assert power["status"].to_list() == ["not_run"] and "a sweep's line needs 3" in power["reason"][0]
     noise = pl.read_parquet(laws_dir / "noise.parquet")  # two points per axis, four tiers and V
     assert noise.height == 30 and set(noise["tier"]) == {"T0", "T1", "T2", "all", "V"}
     for name in ("fig2", "fig3", "fig_noise"):
-        png = smoke_study / "results" / "figures" / f"{name}.png"
+        png = own / "figures" / f"{name}.png"
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and (png.with_suffix(".pdf")).stat().st_size > 0
 
 
@@ -370,9 +394,10 @@ def test_mixtures_flow_from_sources_to_pricing_tables_and_figure4(smoke_upstream
     assert sorted(pricing["source"]) == ["awm", "swirl"]
     assert (pricing["kappa_status"] == "too few real-only grid points").all()  # 1x and 2x only: no law
     assert (pricing["collapse_status"].str.contains("too few ratios")).all()  # 2 ratios: no logistic fit
+    own = study_dir(workdir, *MIXTURES)
     for name in PRICING_TABLES:
-        assert (workdir / "results" / "tables" / f"{name}.md").read_text().startswith("# Table")
-    png = workdir / "results" / "figures" / "fig4.png"
+        assert (own / "tables" / f"{name}.md").read_text().startswith("# Table")
+    png = own / "figures" / "fig4.png"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
@@ -396,6 +421,55 @@ def test_a_setting_that_never_changes_results_reruns_nothing(smoke_study, tmp_pa
     hashed = tmp_path / "hashed.yaml"
     hashed.write_text("dedup: {thetas: [0.05, 0.1, 0.15, 0.2, 0.25, 0.3]}\n")
     assert "rule dedup:" in snakemake(smoke_study, "-n", *SMOKE, str(hashed)).stdout
+
+
+NOTED = "report: {reduced: [{family: mixtures, note: a note of the second study alone}]}\n"
+"""A second study that differs from the smoke study in one report option: a note in the titles of the
+tables drawn from the mixtures (Tables 3, 16 and 17)."""
+
+
+def _jobs(log: str) -> set[str]:
+    """The rules of the ``Job stats`` table a run logs (to stderr; a dry run's to stdout)."""
+    rows = log.split("Job stats:")[1].strip().split("\n\n")[0].splitlines()[2:]  # below "job count" and its rule
+    return {row.split()[0] for row in rows} - {"total"}
+
+
+def _files(folder: Path) -> dict[str, int]:
+    return {str(path.relative_to(folder)): path.stat().st_mtime_ns for path in folder.rglob("*") if path.is_file()}
+
+
+@pytest.mark.slow
+def test_each_study_keeps_its_own_tables_and_figures(smoke_study, tmp_path):
+    """Issue 48: studies run one after another in one folder never write each other's tables and
+    figures (each has its own ``results/studies/<key>/``, named by the config files of its run), going
+    back to a study already run reruns nothing, and its report holds its own figures alone."""
+    workdir = copy_study(smoke_study, tmp_path)
+    (workdir / "noted.yaml").write_text(NOTED)
+    noted = (*SMOKE, "noted.yaml")
+    first, second = study_dir(workdir, *SMOKE), study_dir(workdir, *noted)
+    assert first != second
+    before = _files(first)
+
+    done = snakemake(workdir, "--cores", "2", *noted)
+    made = study_targets(recipe=False)
+    assert _jobs(done.stderr) == {*made, "all"}  # every table and figure again, into the new folder; no stage
+    assert _files(first) == before  # not one file of the first study written, added or removed
+    expected = {
+        *(f"tables/{name}.{ext}" for name in TABLES if name in made for ext in ("md", "csv")),
+        *(f"figures/{name}.{ext}" for name in FIGURES if name in made for ext in ("png", "pdf")),
+    }
+    assert set(before) == set(_files(second)) == expected
+    assert "a note of the second study alone" in (second / "tables" / "table3.md").read_text()
+    assert "a note of the second study alone" not in (first / "tables" / "table3.md").read_text()
+    studies = workdir / "results" / "studies"
+    assert {path.name for path in studies.iterdir()} == {first.name, second.name, "smoke", "smoke+noted"}
+    assert (studies / "smoke").resolve() == first.resolve() and (studies / "smoke+noted").resolve() == second.resolve()
+
+    assert "Nothing to be done" in snakemake(workdir, "-n", *SMOKE).stdout
+    report = snakemake(workdir, "--report", "report.html", *SMOKE)
+    assert "Missing metadata" not in report.stdout + report.stderr
+    html = (workdir / "report.html").read_text()
+    assert f"results/studies/{first.name}/figures/fig2.png" in html and second.name not in html
 
 
 def _train_jobs_running(session: int) -> list[int]:
@@ -465,13 +539,14 @@ def test_recipe_preregisters_trains_and_validates_its_strategies(smoke_upstream,
     efficiency = pl.read_parquet(validate_dir / "efficiency.parquet")
     assert set(efficiency["measured_status"]) <= {"measured", "below", "above"}
     assert (efficiency["measured_efficiency_lo"] <= efficiency["measured_efficiency_hi"]).all()
-    table9 = pl.read_csv(workdir / "results" / "tables" / "table9.csv")
+    own = study_dir(workdir, *RECIPE)
+    table9 = pl.read_csv(own / "tables" / "table9.csv")
     assert table9.filter(pl.col("budget") == "charged_flops").height == measured.height
     assert set(pl.read_parquet(recipe_dir / "exponents.parquet")["axis"]) >= {"d_env", "d_task", "d_traj", "sum"}
     for name in ("table18", "table19", "table20", "table21"):
-        assert (workdir / "results" / "tables" / f"{name}.md").stat().st_size > 0
+        assert (own / "tables" / f"{name}.md").stat().st_size > 0
     for name in ("fig1", "fig5"):
-        assert (workdir / "results" / "figures" / f"{name}.png").stat().st_size > 0
+        assert (own / "figures" / f"{name}.png").stat().st_size > 0
     centre = float(pl.read_parquet(recipe_dir / "path.parquet")["compute"][0])
     done = subprocess.run(
         [sys.executable, "-m", "axisrl.cli", "recipe", "--budget", f"{2 * centre:g}"],

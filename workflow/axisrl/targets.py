@@ -5,7 +5,12 @@ name."""
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, NamedTuple
+
+if TYPE_CHECKING:
+    from axisrl.config import StageSpec
+    from axisrl.stages.registry import Study
 
 LAW_FRAMES = (
     "axis_fits",
@@ -164,7 +169,8 @@ TABLES: dict[str, Target] = {
         families=("recipe",),
     ),
 }
-"""Every table target (``results/tables/<name>.md`` and ``.csv``) by name; each has a rule of that name."""
+"""Every table target (``results/studies/<key>/tables/<name>.md`` and ``.csv``: ``study_spec``) by name; each
+has a rule of that name."""
 
 FIGURES: dict[str, Target] = {
     "fig1": Target(
@@ -208,5 +214,51 @@ FIGURES: dict[str, Target] = {
         needs_recipe=True,
     ),
 }
-"""Every figure target (``results/figures/<name>.png`` and ``.pdf``, captioned by
+"""Every figure target (``results/studies/<key>/figures/<name>.png`` and ``.pdf``: ``study_spec``; captioned by
 ``workflow/report/<name>.rst``) by name; each has a rule of that name."""
+
+STUDIES = "studies"
+"""The folder of the studies' own outputs under ``results/``: one ``<key>/`` per study (``study_spec``)."""
+
+STUDY_READS = (
+    "recipe.enabled",
+    "report",
+    *sorted({path for target in (*TABLES.values(), *FIGURES.values()) for path in target.options.values()}),
+)
+"""The config a study's tables and figures read besides their frames: which of them it makes
+(``recipe.enabled``), the notes in their titles (``report.reduced``) and every target's ``options``."""
+
+
+def study_targets(recipe: bool) -> dict[str, Target]:
+    """The tables and figures a study makes: the recipe's only when it is on."""
+    return {name: target for name, target in {**TABLES, **FIGURES}.items() if recipe or not target.needs_recipe}
+
+
+def study_spec(study: Study) -> StageSpec:
+    """The key of a study's own outputs, ``results/studies/<key>/`` (its tables and figures): the
+    hashed config under ``STUDY_READS`` and the keys of the stages its targets' frames are drawn from,
+    so a study that would write other tables or figures has another folder, and one that would write
+    the same ones finds them there. Built like a stage's key (``StageSpec``, stage ``studies``)."""
+    from axisrl.config import StageSpec
+    from axisrl.stages.registry import project, value_at
+
+    recipe = bool(value_at(study.hashed, "recipe.enabled"))
+    stages = sorted(
+        {
+            stage
+            for target in study_targets(recipe).values()
+            for name, (stage, _) in target.frames.items()
+            if name not in target.optional or recipe
+        }
+    )
+    read = project(study.hashed, STUDY_READS, strict=False)
+    return StageSpec(STUDIES, read, {stage: study.specs[stage].key for stage in stages})
+
+
+def domains_spec(study_keys: Mapping[str, str]) -> StageSpec:
+    """The key of a study across domains' own outputs (the side-by-side tables and figure of
+    ``workflow/rules/domains.smk``): its domains in their order, and each domain's own study key
+    (``study_spec``), which covers every frame they are drawn from."""
+    from axisrl.config import StageSpec
+
+    return StageSpec(STUDIES, {"domains": list(study_keys)}, dict(study_keys))

@@ -9,9 +9,9 @@ rule catalog:
         rules.laws.output,
         rules.pricing.output,
     output:
-        catalog=f"{RESULTS}/catalog.parquet",
+        catalog=f"{stage_dir('catalog')}/catalog.parquet",
     log:
-        f"{RESULTS}/logs/catalog.log",
+        stage_log("catalog"),
     conda:
         "../../envs/core.yaml"
     params:

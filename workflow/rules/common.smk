@@ -26,6 +26,8 @@ from axisrl.targets import (
     RECIPE_FRAMES,
     TABLES,
     VALIDATE_FRAMES,
+    study_spec,
+    study_targets,
 )
 
 RESULTS = "results"
@@ -95,6 +97,12 @@ PLAN_RUNS = f"{stage_dir('plan')}/runs.parquet"
 """Rules that fan in over thousands of jobs name their inputs by path, not by ``rules.x.output``:
 Snakemake hashes every input list once per rule-reference it holds, which is quadratic at 5,000 runs."""
 COLLECT_DIR = stage_dir("collect")
+STUDY_SPEC = study_spec(STUDY)
+STUDY_DIR = str(STUDY_SPEC.directory(RESULTS))
+"""results/studies/<key>: the study's own outputs, its tables and figures, keyed by what they are made
+from (``axisrl.targets.study_spec``). Another study writes into another folder, so no study reads or
+reports another's, and going back to one already run finds its outputs done."""
+STUDY_LOGS = f"{RESULTS}/logs/{STUDY_SPEC.stage}/{STUDY_SPEC.key}"
 EPISODES_STAGE = episodes_stage(TRAIN_BACKEND)
 
 
@@ -305,26 +313,23 @@ def target_inputs(target):
 
 
 def target_params(name, target):
-    """A table or figure job: no key of its own, its name, the config values it reads and the notes
-    of the reduced families it is drawn from."""
+    """A table or figure job: no key of its own (its folder's, ``STUDY_DIR``, covers what it reads),
+    its name, the config values it reads and the notes of the reduced families it is drawn from."""
     options = {option: value_at(CONFIG, path) for option, path in target.options.items()}
     reduced = {
         item["family"]: item["note"] for item in CONFIG["report"]["reduced"] if item["family"] in target.families
     }
-    return {"spec": None, "settings": {"name": name, "options": options, "reduced": reduced}}
-
-
-def wanted(target):
-    return CONFIG["recipe"]["enabled"] or not target.needs_recipe
+    return {"spec": None, "settings": Uncompared({"name": name, "options": options, "reduced": reduced})}
 
 
 def final_outputs():
     """Every target of the study: the collected runs, every table and figure (the recipe's when it
     is on) and the catalog."""
+    targets = study_targets(CONFIG["recipe"]["enabled"])
     return [
         f"{COLLECT_DIR}/runs.parquet",
-        *(f"{RESULTS}/tables/{name}.md" for name, t in TABLES.items() if wanted(t)),
-        *(f"{RESULTS}/figures/{name}.{ext}" for name, t in FIGURES.items() if wanted(t) for ext in ("png", "pdf")),
-        f"{RESULTS}/catalog.parquet",
+        *(f"{STUDY_DIR}/tables/{name}.md" for name in TABLES if name in targets),
+        *(f"{STUDY_DIR}/figures/{name}.{ext}" for name in FIGURES if name in targets for ext in ("png", "pdf")),
+        f"{stage_dir('catalog')}/catalog.parquet",
         *(base_files(key)["base"] for key in BASES),
     ]

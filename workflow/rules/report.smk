@@ -1,5 +1,6 @@
 # Every table and figure of the paper, one rule each, from the registry in axisrl/targets.py: a
-# target's rule is named after it, reads the frames the registry lists, and runs its maker.
+# target's rule is named after it, reads the frames the registry lists, and runs its maker. They
+# write into the study's own folder, results/studies/<key>/ (STUDY_DIR, common.smk).
 
 
 for table_name, table in TABLES.items():
@@ -10,10 +11,10 @@ for table_name, table in TABLES.items():
         input:
             **target_inputs(table),
         output:
-            markdown=f"{RESULTS}/tables/{table_name}.md",
-            csv=f"{RESULTS}/tables/{table_name}.csv",
+            markdown=f"{STUDY_DIR}/tables/{table_name}.md",
+            csv=f"{STUDY_DIR}/tables/{table_name}.csv",
         log:
-            f"{RESULTS}/logs/tables/{table_name}.log",
+            f"{STUDY_LOGS}/{table_name}.log",
         conda:
             "../../envs/core.yaml"
         threads: 1
@@ -32,13 +33,13 @@ for figure_name, figure in FIGURES.items():
             **target_inputs(figure),
         output:
             png=report(
-                f"{RESULTS}/figures/{figure_name}.png",
+                f"{STUDY_DIR}/figures/{figure_name}.png",
                 caption=f"../report/{figure_name}.rst",
                 category="Figures",
             ),
-            pdf=f"{RESULTS}/figures/{figure_name}.pdf",
+            pdf=f"{STUDY_DIR}/figures/{figure_name}.pdf",
         log:
-            f"{RESULTS}/logs/figures/{figure_name}.log",
+            f"{STUDY_LOGS}/{figure_name}.log",
         conda:
             "../../envs/core.yaml"
         threads: 1

@@ -1,6 +1,6 @@
 """A study across domains (``domains:``): each domain's study runs as its own, under
 ``domains/<name>/``; this job reads their frames and writes the tables and figure that set them side
-by side (``results/domains/``)."""
+by side (in the study's own folder, ``results/studies/<key>/``)."""
 
 from __future__ import annotations
 

@@ -19,8 +19,9 @@ log = logging.getLogger("axisrl")
 def catalog(
     spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, str], outputs: Mapping[str, str]
 ) -> None:
-    """List every artifact under the results folder the catalog sits in (all keys, not only the current config's)."""
-    frame = list_artifacts(Path(outputs["catalog"]).parent)
+    """List every artifact under the results folder the catalog's ``<stage>/<key>/`` folder sits in (all keys,
+    not only the current config's)."""
+    frame = list_artifacts(Path(outputs["catalog"]).parents[2])
     write_artifact(frame, outputs["catalog"], spec)
     log.info("catalog: %d artifacts", frame.height)
 
