@@ -102,6 +102,63 @@ def test_every_relative_link_resolves(doc):
     assert not broken, f"{rel(doc)}: " + "; ".join(broken)
 
 
+CITED_SECTION = re.compile(r'See ([\w./-]+\.md), "([^"]+)"')
+"""A comment's pointer to a section of a document: ``See docs/guarantees.md, "Reruns after a change of logic"``."""
+COMMENTED = sorted(
+    {
+        *(ROOT / "profiles").rglob("*.yaml"),
+        *(ROOT / "workflow" / "profiles").rglob("*.yaml"),
+        *(ROOT / "config").rglob("*.yaml"),
+        *(ROOT / "workflow").rglob("*.smk"),
+        *(ROOT / "workflow" / "axisrl").rglob("*.py"),
+        ROOT / "Snakefile",
+    }
+)
+
+
+def test_every_section_a_comment_cites_exists():
+    """A ``See FILE.md, "Section"`` in a profile, config, rule or module names a heading that FILE has."""
+    broken = []
+    for path in COMMENTED:
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            for name, section in CITED_SECTION.findall(line):
+                doc = ROOT / name
+                if not doc.exists() or slug(section) not in anchors(doc):
+                    broken.append(f"{rel(path)}:{number}: {name} has no section {section!r}")
+    assert not broken, "\n".join(broken)
+
+
+def test_the_plan_counts_config_readme_states_are_the_plans():
+    """config/README.md's sentence on the default plan's size is the plan's (points, runs, seeds)."""
+    import collections
+
+    from axisrl.config import load_config
+    from axisrl.plan import plan_designs, plan_rows
+
+    text = " ".join((ROOT / "config" / "README.md").read_text().split())
+    stated = re.search(
+        r"The defaults give (\d+) grid points and (\d+) runs \((\d+) of the points only the `mixtures` family asks "
+        r"for; the axis sweeps' (\d+) points have (\d+) seeds, the others (\d+)",
+        text,
+    )
+    assert stated, "config/README.md no longer states the default plan's size in the sentence this test reads"
+    study = load_config(ROOT / "config" / "config.yaml", schema_path=ROOT / "config" / "schema.yaml")["study"]
+    designs = plan_designs(study)
+    seeds = collections.Counter(row["point_key"] for row in plan_rows(designs, study, "toolworld"))
+    swept = [key for key, planned in designs.items() if "axis_sweeps" in planned.families]
+    others = {seeds[key] for key in designs if key not in swept}
+    assert len(others) == 1 and len({seeds[key] for key in swept}) == 1
+    actual = (
+        len(designs),
+        sum(seeds.values()),
+        sum(planned.families == ["mixtures"] for planned in designs.values()),
+        len(swept),
+        seeds[swept[0]],
+        others.pop(),
+    )
+    assert tuple(int(n) for n in stated.groups()) == actual
+
+
 def test_the_docs_the_readme_promises_exist():
     assert {p.name for p in (ROOT / "docs").glob("*.md")} >= {
         "cluster.md",
