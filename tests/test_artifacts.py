@@ -4,7 +4,7 @@ import polars as pl
 import pytest
 
 from axisrl import artifacts
-from axisrl.artifacts import ArtifactError, catalog, read_artifact, read_meta, write_artifact
+from axisrl.artifacts import ArtifactError, catalog, machine, read_artifact, read_meta, write_artifact
 from axisrl.cli import main
 from axisrl.config import StageSpec
 
@@ -91,6 +91,7 @@ def test_cli_show_and_catalog(artifact, capsys):
     shown = capsys.readouterr().out
     for expected in ("stage synthesize", SPEC.key, "3 rows x 3 columns", "n_steps: Int64", '"seed": 3'):
         assert expected in shown
+    assert f"machine {json.dumps(machine())}" in shown  # the CPU it was written on (docs/guarantees.md)
     assert main(["catalog", str(artifact.parents[2])]) == 0
     assert SPEC.key in capsys.readouterr().out
 
