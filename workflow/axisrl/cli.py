@@ -33,9 +33,8 @@ def _show(path: str, rows: int) -> None:
     frame = read_artifact(path)
     print(f"{path}\n  stage {meta.stage}  key {meta.key}  created {meta.created}  axisrl {meta.version}")
     print(f"  inputs {json.dumps(meta.inputs)}  libraries {json.dumps(meta.libraries)}")
-    print(
-        f"  machine {json.dumps(meta.machine) if meta.machine else 'not recorded (written before axisrl recorded it)'}"
-    )
+    recorded = json.dumps(meta.machine) if meta.machine else "not recorded (an artifact older than the record)"
+    print(f"  machine {recorded}")
     print(f"  {frame.height} rows x {frame.width} columns")
     print("schema:")
     for name, dtype in frame.schema.items():
