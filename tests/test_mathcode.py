@@ -9,6 +9,7 @@ from collections import Counter
 
 import pytest
 import reasoning_gym
+from domain_fixtures import ENV_ROW, TASK_ROW, Scripted, every_spec
 
 from axisrl.backends.llm_eval import evaluate
 from axisrl.domains import mathcode as mc
@@ -43,39 +44,6 @@ CFG = {
         "t2_variants_per_world": 3,
     },
 }
-ENV_COLUMNS = {
-    "env_id",
-    "world_id",
-    "world_seed",
-    "variant_index",
-    "variant_seed",
-    "content_seed",
-    "skin_index",
-    "split",
-    "tier",
-    "n_tables",
-    "n_tools",
-    "n_rows",
-    "edits",
-    "vocabulary",
-    "spec",
-}
-TASK_COLUMNS = {
-    "task_id",
-    "env_id",
-    "skeleton",
-    "skill_sig",
-    "verifier_sig",
-    "instruction",
-    "reference",
-    "goal",
-    "answer",
-    "n_steps",
-    "n_distractors",
-    "id_depth",
-    "split",
-    "tier",
-}
 S1 = ("sig_api", "sig_schema", "sig_sem")
 
 
@@ -86,7 +54,7 @@ def pool() -> Pool:
 
 @pytest.fixture(scope="module")
 def specs(pool) -> dict[str, dict]:
-    return {env["env_id"]: json.loads(env["spec"]) for env in pool.envs + pool.heldout_envs + pool.placebo_envs}
+    return every_spec(pool)
 
 
 def dump(pool) -> str:
@@ -136,8 +104,8 @@ def test_more_tasks_per_env_extends_each_environments_tasks_as_a_prefix(pool):
 
 
 def test_rows_have_toolworlds_columns_and_the_expected_counts(pool, specs):
-    assert all(set(env) == ENV_COLUMNS | {"generator"} for env in pool.envs + pool.heldout_envs + pool.placebo_envs)
-    assert all(set(task) == TASK_COLUMNS for task in pool.tasks + pool.heldout_tasks + pool.placebo_tasks)
+    assert all(set(env) == ENV_ROW | {"generator"} for env in pool.envs + pool.heldout_envs + pool.placebo_envs)
+    assert all(set(task) == TASK_ROW for task in pool.tasks + pool.heldout_tasks + pool.placebo_tasks)
     n_structures = len(MATHCODE["generators"]) * 6 - CFG["heldout"]["t1_envs"]
     assert len(pool.envs) == n_structures * 2 * CFG["contents_per_variant"]
     assert len({structure(specs[env["env_id"]]) for env in pool.envs}) == n_structures
@@ -311,21 +279,6 @@ def test_signatures_group_harness_variants(pool, specs):
 
 
 # ------------------------------------------------------------------------------ evaluation loop
-
-
-class Scripted:
-    """Completions by user message (one per turn), the way the vLLM loop receives them."""
-
-    def __init__(self, scripts: dict[str, list[dict]]) -> None:
-        self.scripts = scripts
-
-    def chat(self, conversations, tools):
-        texts = []
-        for conversation in conversations:
-            turn = sum(m["role"] == "assistant" for m in conversation)
-            call = self.scripts[conversation[1]["content"]][turn]
-            texts.append(f"<tool_call>\n{json.dumps(call)}\n</tool_call>")
-        return texts
 
 
 def test_the_vllm_loop_plays_mathcode_episodes(pool, specs):

@@ -11,9 +11,10 @@ import time
 import jsonschema
 import polars as pl
 import pytest
+from domain_fixtures import NO_PLACEBO_SWEEP, STAGE_COLUMNS, Scripted, every_spec, every_task, synthesize
 
-from axisrl.config import validate_config
 from axisrl.domains import repoworld as rw
+from axisrl.domains.repoworld import spec as rw_spec
 from axisrl.domains.repoworld import world as rw_world
 from axisrl.domains.repoworld.mutations import OPERATORS, Context, inverse_offered, rewrites
 from axisrl.domains.repoworld.repo import compile_repo
@@ -57,14 +58,12 @@ TINY = {
         "validation_worlds": 1,
     },
 }
-NO_PLACEBO_SWEEP = {"families": {"pool_construction": {"levels": ["s3"]}}}
-"""The small pools have fewer placebo contents than the default study's placebo sweep needs."""
 AXES = ("sig_api", "sig_schema", "sig_sem")
 EPISODES_PER_TASK = 2
 
 
-def _cfg(schema: dict, synthesize: dict) -> dict:
-    return validate_config({"synthesize": synthesize, "study": NO_PLACEBO_SWEEP}, schema)["synthesize"]
+def _cfg(schema: dict, section: dict) -> dict:
+    return synthesize(schema, section, NO_PLACEBO_SWEEP)
 
 
 @pytest.fixture(scope="module")
@@ -88,17 +87,12 @@ def tiny_pools(schema) -> list:
 
 @pytest.fixture(scope="module")
 def specs(pool, tiny_pools) -> dict[str, dict]:
-    rows = [e for p in (pool, *tiny_pools) for e in p.envs + p.heldout_envs + p.placebo_envs]
-    return {e["env_id"]: json.loads(e["spec"]) for e in rows}
+    return every_spec(pool, *tiny_pools)
 
 
 @pytest.fixture(scope="module")
 def sigs(pool, specs) -> dict[str, dict[str, str]]:
     return {e["env_id"]: rw.signatures(specs[e["env_id"]]) for e in pool.envs + pool.heldout_envs + pool.placebo_envs}
-
-
-def _all_tasks(*pools) -> list[dict]:
-    return [t for p in pools for t in p.tasks + p.heldout_tasks + p.placebo_tasks]
 
 
 def _play(env: rw.Env, calls: list[dict]) -> None:
@@ -119,7 +113,7 @@ def test_same_config_gives_a_byte_identical_pool_and_another_seed_does_not(cfg, 
 
 def test_rows_have_the_stage_columns_and_ids_are_tagged(pool):
     for rows, columns in ((pool.envs, ENV_COLUMNS), (pool.heldout_tasks, TASK_COLUMNS), (pool.tasks, TASK_COLUMNS)):
-        assert set(rows[0]) == set(columns) - {"source", "defect"}
+        assert set(rows[0]) == set(columns) - STAGE_COLUMNS
         frame = pl.DataFrame(rows, schema=columns)
         assert frame.height == len(rows)
     env = pool.envs[0]
@@ -176,7 +170,7 @@ def test_t2_and_v_are_unseen_worlds_with_disjoint_vocabulary(pool, sigs):
 
 def test_every_reference_verifies_is_offered_and_a_noop_fails(pool, tiny_pools, specs):
     """The property test: every task of three pools (three seeds, every tier and the placebo)."""
-    tasks = _all_tasks(pool, *tiny_pools)
+    tasks = every_task(pool, *tiny_pools)
     assert {t["tier"] for t in tasks} >= {None, "T0", "T1", "T2", "V"}
     for task in tasks:
         spec = specs[task["env_id"]]
@@ -283,7 +277,7 @@ def _looping_env(pool, specs) -> tuple[rw.Env, dict]:
     for seed in range(200):
         structure = rw_world.sample_world(seed)
         if any(f["template"] == "locate" for f in structure["functions"]):
-            spec = rw_world.build_spec(structure, rw_world.sample_content(structure, 1, "train"), "train", 1, 10)
+            spec = rw_spec.build_spec(structure, rw_world.sample_content(structure, 1, "train"), "train", 1, 10)
             episodes.append((spec, rw.generate_tasks(spec, rw.env_id(spec), 1, 1)[0]))
             break
     for spec, task in episodes:
@@ -410,14 +404,14 @@ def test_a_reskin_keeps_every_signature_but_the_skin(pool, specs, sigs):
 @pytest.mark.parametrize("world_seed", [3, 11])
 def test_each_declared_edit_changes_its_own_level_and_only_it(world_seed):
     structure = rw_world.sample_world(world_seed)
-    base = rw.signatures(rw_world.build_spec(structure, rw_world.sample_content(structure, 2, "train"), "train", 4, 10))
+    base = rw.signatures(rw_spec.build_spec(structure, rw_world.sample_content(structure, 2, "train"), "train", 4, 10))
     level_of = {"api": "sig_api", "schema": "sig_schema", "semantics": "sig_sem"}
     for level, edits in rw_world.edit_options(structure).items():
         assert edits, level
         for edit in edits:
             edited = rw_world.with_edit(structure, edit)
             content = rw_world.sample_content(edited, 2, "train")
-            sig = rw.signatures(rw_world.build_spec(edited, content, "train", 4, 10))
+            sig = rw.signatures(rw_spec.build_spec(edited, content, "train", 4, 10))
             assert {k for k in AXES if sig[k] != base[k]} == {level_of[level]}, edit
 
 
@@ -540,20 +534,9 @@ def test_the_llm_evaluation_loop_runs_the_domain_unchanged(pool, registered):
     envs = [e for e in pool.heldout_envs if e["env_id"] in {t["env_id"] for t in tasks}]
     references = {t["instruction"]: json.loads(t["reference"]) for t in tasks}
 
-    class Scripted:
-        def __init__(self, finish_at_once: bool) -> None:
-            self.finish_at_once = finish_at_once
-
-        def chat(self, conversations, tools):
-            out = []
-            for messages in conversations:
-                calls = references[messages[1]["content"]]
-                turn = sum(m["role"] == "assistant" for m in messages)
-                call = calls[-1] if self.finish_at_once else calls[turn]
-                out.append(f"<tool_call>{json.dumps(call)}</tool_call>")
-            return out
-
-    rows = llm_eval.evaluate(Scripted(False), envs, tasks, "repoworld", max_turns=rw.HORIZON_LIMIT, workers=2)
+    rows = llm_eval.evaluate(Scripted(references), envs, tasks, "repoworld", max_turns=rw.HORIZON_LIMIT, workers=2)
     assert len(rows) == len(tasks) and all(r["success"] and r["errors"] == 0 for r in rows)
-    rows = llm_eval.evaluate(Scripted(True), envs, tasks, "repoworld", max_turns=rw.HORIZON_LIMIT, workers=2)
+    rows = llm_eval.evaluate(
+        Scripted(references, finish_at_once=True), envs, tasks, "repoworld", max_turns=rw.HORIZON_LIMIT, workers=2
+    )
     assert not any(r["success"] for r in rows) and all(0 < r["partial"] < 1 for r in rows)

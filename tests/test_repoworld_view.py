@@ -5,21 +5,18 @@ features build."""
 
 from __future__ import annotations
 
-import functools
 import json
 
-import pytest
 import view_checks
+from domain_fixtures import NO_PLACEBO_SWEEP, synthesize
 
 from axisrl.backends.tiny.rollout import call_key
-from axisrl.config import validate_config
 from axisrl.domains import load
 from axisrl.domains import repoworld as rw
 from axisrl.domains.repoworld.env import MAX_FAILURES
 from axisrl.domains.repoworld.lexicon import MAX_PAIRS, report
 from axisrl.domains.repoworld.repo import compile_repo
-from axisrl.domains.repoworld.world import names_of
-from axisrl.domains.toolworld.canon import derive_seed
+from axisrl.domains.repoworld.spec import names_of
 
 SMALL = {
     "n_worlds": 3,
@@ -39,28 +36,8 @@ SMALL = {
     },
 }
 """A smaller pool than ``test_repoworld``'s, in its style (every API variant shows up)."""
-NO_PLACEBO_SWEEP = {"families": {"pool_construction": {"levels": ["s3"]}}}
 
-
-@pytest.fixture(scope="module")
-def pool(schema):
-    cfg = validate_config({"synthesize": SMALL, "study": NO_PLACEBO_SWEEP}, schema)["synthesize"]
-    return rw.generate_pool(cfg)
-
-
-@pytest.fixture(scope="module")
-def specs(pool) -> dict[str, dict]:
-    return view_checks.every_spec(pool)
-
-
-@pytest.fixture(scope="module")
-def tasks(pool) -> list[dict]:
-    return view_checks.every_task(pool)
-
-
-_start = functools.partial(view_checks.start, rw)
-_replay = functools.partial(view_checks.replay, rw)
-_take, _tokens, _keys = view_checks.take, view_checks.tokens, view_checks.keys
+pool, specs, tasks = view_checks.fixtures(lambda schema: rw.generate_pool(synthesize(schema, SMALL, NO_PLACEBO_SWEEP)))
 
 
 def test_the_domain_loads_the_view():
@@ -84,7 +61,7 @@ def test_goal_clauses_state_the_report(specs, tasks):
     the actual value are its ``eq`` and ``absent`` clauses; the bug's place is never stated."""
     for n, task in enumerate(tasks):
         spec = specs[task["env_id"]]
-        env, view = _start(spec, task, n)
+        env, view = view_checks.start(rw, spec, task, n)
         fn, expected, actual = report(task["instruction"])
         assert fn in compile_repo(spec).functions
         subject = view.name(fn, "E")
@@ -98,7 +75,7 @@ def test_goal_clauses_state_the_report(specs, tasks):
         named = {key[1] for key in view.name.names}
         assert bug["path"] not in named and bug["text"] not in named and bug["original"].strip() not in named
         if spec["structure"]["api"]["read"] == "definition":  # a candidate reads it, passing the same token
-            k = _keys(view).index(call_key({"name": "read_definition", "arguments": {"name": fn}}))
+            k = view_checks.keys(view).index(call_key({"name": "read_definition", "arguments": {"name": fn}}))
             position, pointer = view.candidates()[k]
             assert view.current().values[pointer][0] == subject
 
@@ -121,24 +98,9 @@ def _corresponding(spec: dict, skinned: dict, task: dict, other: dict) -> bool:
 def test_a_reskinned_repository_renders_identically(specs, pool):
     """Same structure and content under another skin: the same tasks in other names, and the same
     tokens at every step of their references; no token holds a word of either vocabulary."""
-    compared = 0
-    for env_row in pool.envs[::3]:
-        spec = specs[env_row["env_id"]]
-        skinned = rw.reskin(spec, 9)
-        assert skinned["lexicon"] != spec["lexicon"]
-        words = set(names_of(spec).vocabulary()) | set(names_of(skinned).vocabulary())
-        for task, other in zip(rw.generate_tasks(spec, "a", 4, 3), rw.generate_tasks(skinned, "b", 4, 3)):
-            assert task["instruction"] != other["instruction"]
-            seed = derive_seed(5, task["task_id"])
-            _, view = _replay(spec, task, seed)
-            _, view_b = _replay(skinned, other, seed)
-            assert not words & set(_tokens(view)) and not words & set(_tokens(view_b))
-            if not _corresponding(spec, skinned, task, other):
-                continue
-            assert view_b.goal == view.goal and view_b.tools == view.tools
-            assert view_b.steps == view.steps, task["task_id"]
-            compared += 1
-    print(f"reskin: {compared} tasks compared step by step")
+    compared = view_checks.reskin_renders_identically(
+        rw, specs, pool.envs[::3], lambda spec: names_of(spec).vocabulary(), _corresponding
+    )
     assert compared >= 8
 
 

@@ -9,6 +9,7 @@ from dataclasses import replace
 import jsonschema
 import polars as pl
 import pytest
+from domain_fixtures import ENV_ROW, SMALL, TASK_ROW, every_spec, synthesize
 
 from axisrl.config import validate_config
 from axisrl.domains import levels
@@ -19,60 +20,12 @@ from axisrl.domains.toolworld.canon import canonical_json
 from axisrl.domains.toolworld.lexicon import HELDOUT_MARKERS, SYLLABLES, make_word, word_pool
 from axisrl.domains.toolworld.runtime import compile_spec
 
-SMALL = {
-    "n_worlds": 6,
-    "variants_per_world": 3,
-    "contents_per_variant": 2,
-    "reskins_per_world": 1,
-    "tasks_per_env": 8,
-    "heldout": {
-        "tasks_per_env": 4,
-        "t0_envs": 3,
-        "t1_envs": 3,
-        "t2_worlds": 3,
-        "t2_variants_per_world": 2,
-        "validation_worlds": 2,
-    },
-}
-ENV_COLUMNS = {
-    "env_id",
-    "world_id",
-    "world_seed",
-    "variant_index",
-    "variant_seed",
-    "content_seed",
-    "skin_index",
-    "split",
-    "tier",
-    "n_tables",
-    "n_tools",
-    "n_rows",
-    "edits",
-    "vocabulary",
-    "spec",
-}
-TASK_COLUMNS = {
-    "task_id",
-    "env_id",
-    "skeleton",
-    "skill_sig",
-    "verifier_sig",
-    "instruction",
-    "reference",
-    "goal",
-    "answer",
-    "n_steps",
-    "n_distractors",
-    "id_depth",
-    "split",
-    "tier",
-}
 ENV_AXES = ("sig_api", "sig_schema", "sig_sem", "sig_ver")
 
 
 @pytest.fixture(scope="module")
 def cfg(schema) -> dict:
-    return validate_config({"synthesize": SMALL}, schema)["synthesize"]
+    return synthesize(schema, SMALL)
 
 
 @pytest.fixture(scope="module")
@@ -82,7 +35,7 @@ def pool(cfg) -> tw.Pool:
 
 @pytest.fixture(scope="module")
 def specs(pool) -> dict[str, dict]:
-    return {env["env_id"]: json.loads(env["spec"]) for env in pool.envs + pool.heldout_envs}
+    return every_spec(pool)
 
 
 @pytest.fixture(scope="module")
@@ -122,8 +75,8 @@ def test_same_config_gives_a_byte_identical_pool_and_another_seed_does_not(cfg, 
 
 
 def test_pool_rows_have_the_documented_columns_and_counts(cfg, pool):
-    assert all(set(env) == ENV_COLUMNS for env in pool.envs + pool.heldout_envs)
-    assert all(set(task) == TASK_COLUMNS for task in all_tasks(pool))
+    assert all(set(env) == ENV_ROW for env in pool.envs + pool.heldout_envs)
+    assert all(set(task) == TASK_ROW for task in all_tasks(pool))
     envs = pl.DataFrame(pool.envs, infer_schema_length=None)
     tasks = pl.DataFrame(pool.tasks, infer_schema_length=None)
     assert envs.schema["edits"] == pl.List(pl.String) and envs.schema["vocabulary"] == pl.List(pl.String)

@@ -8,6 +8,7 @@ import json
 import random
 
 import pytest
+from domain_fixtures import ENV_ROW, STAGE_COLUMNS
 
 from axisrl.domains import toolworld as tw
 from axisrl.domains.toolworld.compact import CompactEpisode
@@ -16,23 +17,6 @@ from axisrl.domains.toolworld.methods import TASK_DEFECTS
 from axisrl.domains.toolworld.model import copy_state
 from axisrl.domains.toolworld.synthetic_common import replay
 
-ENV_KEYS = {
-    "env_id",
-    "world_id",
-    "world_seed",
-    "variant_index",
-    "variant_seed",
-    "content_seed",
-    "skin_index",
-    "split",
-    "tier",
-    "n_tables",
-    "n_tools",
-    "n_rows",
-    "edits",
-    "vocabulary",
-    "spec",
-}
 TRAJECTORY_KEYS = {
     "task_id",
     "env_id",
@@ -121,12 +105,12 @@ def test_deterministic_and_shaped_like_real_rows(real, base, default):
         again.trajectories,
         again.stats,
     )
-    assert set(real.envs[0]) == ENV_KEYS
+    assert set(real.envs[0]) == ENV_ROW
     sources = {m for m, method in tw.METHODS.items() if method.kind != "simulator"}
     assert {r["source"] for r in default.envs + default.tasks + default.trajectories} == sources
     assert {row["split"] for row in default.envs + default.tasks} == {"synthetic"}
-    assert all(set(row) == ENV_KEYS | {"source", "defect"} and row["tier"] is None for row in default.envs)
-    assert all(set(row) == set(real.tasks[0]) | {"source", "defect"} and row["tier"] is None for row in default.tasks)
+    assert all(set(row) == ENV_ROW | STAGE_COLUMNS and row["tier"] is None for row in default.envs)
+    assert all(set(row) == set(real.tasks[0]) | STAGE_COLUMNS and row["tier"] is None for row in default.tasks)
     assert all(set(row) == TRAJECTORY_KEYS for row in default.trajectories)
     env_ids, task_ids = [e["env_id"] for e in default.envs], [t["task_id"] for t in default.tasks]
     assert len(set(env_ids)) == len(env_ids) and len(set(task_ids)) == len(task_ids)

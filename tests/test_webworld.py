@@ -15,11 +15,11 @@ import jsonschema
 import numpy as np
 import polars as pl
 import pytest
+from domain_fixtures import PLACEBO, SMALL, STAGE_COLUMNS, Scripted, every_spec, every_task, synthesize
 
 from axisrl import dedup
 from axisrl.backends import llm_eval
 from axisrl.backends.tiny.evaluate import Memoriser
-from axisrl.config import validate_config
 from axisrl.domains import webworld as ww
 from axisrl.domains.toolworld.canon import canonical_json, derive_seed, short_hash
 from axisrl.domains.toolworld.lexicon import word_pool
@@ -28,21 +28,6 @@ from axisrl.domains.webworld import site as ww_site
 from axisrl.domains.webworld import tasks as ww_tasks
 from axisrl.stages.pools import ENV_COLUMNS, TASK_COLUMNS
 
-SMALL = {
-    "n_worlds": 6,
-    "variants_per_world": 3,
-    "contents_per_variant": 2,
-    "reskins_per_world": 1,
-    "tasks_per_env": 8,
-    "heldout": {
-        "tasks_per_env": 4,
-        "t0_envs": 3,
-        "t1_envs": 3,
-        "t2_worlds": 3,
-        "t2_variants_per_world": 2,
-        "validation_worlds": 2,
-    },
-}
 WIDE_T2 = {
     "n_worlds": 8,
     "variants_per_world": 2,
@@ -59,16 +44,13 @@ WIDE_T2 = {
     },
 }
 """A pool with 384 T2 episodes (24 sites x 2 variants x 8 tasks) for the baselines."""
-PLACEBO = {"placebo_contents": 2, "placebo_tasks_per_env": 4}
-"""Small placebo pools (the schema ties placebo_contents to the study's placebo sweep)."""
 SEEDS = (0, 7, 11)
 AXES = ("sig_api", "sig_schema", "sig_sem")
 MAX_CANDIDATES = 64
 
 
 def _cfg(schema: dict, overrides: dict, seed: int = 0) -> dict:
-    cfg = validate_config({"synthesize": overrides}, schema)["synthesize"]
-    return {**cfg, **PLACEBO, "seed": seed}
+    return {**synthesize(schema, overrides), **PLACEBO, "seed": seed}
 
 
 @pytest.fixture(scope="module")
@@ -90,14 +72,6 @@ def pools(schema, pool) -> dict[int, object]:
 @pytest.fixture(scope="module")
 def wide(schema):
     return ww.generate_pool(_cfg(schema, WIDE_T2))
-
-
-def _specs(pool) -> dict[str, dict]:
-    return {env["env_id"]: json.loads(env["spec"]) for env in [*pool.envs, *pool.heldout_envs, *pool.placebo_envs]}
-
-
-def _all_tasks(pool) -> list[dict]:
-    return [*pool.tasks, *pool.placebo_tasks, *pool.heldout_tasks]
 
 
 def _sigs(pool) -> dict[str, dict[str, str]]:
@@ -122,10 +96,10 @@ def _play(spec: dict, task: dict, choose) -> ww.WebworldEnv:
 
 def test_every_reference_is_a_candidate_path_that_passes_and_a_noop_fails(pools):
     for pool in pools.values():
-        specs = _specs(pool)
+        specs = every_spec(pool)
         tiers = Counter(task["tier"] for task in pool.heldout_tasks)
         assert set(tiers) == {"T0", "T1", "T2", "V"} and pool.placebo_tasks
-        for task in _all_tasks(pool):
+        for task in every_task(pool):
             spec = specs[task["env_id"]]
             env = ww.Env(spec, task)
             env.reset()
@@ -144,7 +118,7 @@ def test_every_reference_is_a_candidate_path_that_passes_and_a_noop_fails(pools)
 
 
 def test_every_proper_prefix_of_a_reference_fails(pool):
-    specs = _specs(pool)
+    specs = every_spec(pool)
     for task in pool.tasks[::3]:
         reference = json.loads(task["reference"])[:-1]
         env = ww.Env(specs[task["env_id"]], task)
@@ -157,7 +131,7 @@ def test_every_proper_prefix_of_a_reference_fails(pool):
 def test_a_wrong_item_or_a_wrong_answer_fails(pool):
     """The reference with another item opened where it opens its target (buy), or with another fact
     of the page reported (lookup, compare), fails: the goal pins the item, not the path."""
-    specs = _specs(pool)
+    specs = every_spec(pool)
     checked = Counter()
     for task in pool.tasks:
         goal = json.loads(task["goal"])
@@ -206,7 +180,7 @@ def test_constraints_name_their_target_alone_and_none_is_vacuous(pool):
 
 
 def test_references_fit_the_step_limit_and_run_longer_than_toolworlds(pool):
-    steps = [task["n_steps"] + 1 for task in _all_tasks(pool)]
+    steps = [task["n_steps"] + 1 for task in every_task(pool)]
     limit = ww.STEP_LIMIT_FACTOR * 10
     assert max(steps) <= limit
     by_kind: dict[str, list[int]] = {}
@@ -218,7 +192,7 @@ def test_references_fit_the_step_limit_and_run_longer_than_toolworlds(pool):
 
 
 def test_instructions_name_no_ids_and_the_values_typed_come_from_the_task(pool):
-    specs = _specs(pool)
+    specs = every_spec(pool)
     for task in pool.tasks:
         site = ww.compile_site(specs[task["env_id"]])
         assert not any(item.label in task["instruction"] for item in site.items.values())
@@ -234,7 +208,7 @@ def test_instructions_name_no_ids_and_the_values_typed_come_from_the_task(pool):
 
 
 def test_a_uniformly_random_policy_scores_below_a_tenth_on_t2(wide):
-    specs = _specs(wide)
+    specs = every_spec(wide)
     t2 = [task for task in wide.heldout_tasks if task["tier"] == "T2"]
     assert len(t2) >= 300
     rng = np.random.default_rng(0)
@@ -248,7 +222,7 @@ def test_a_uniformly_random_policy_scores_below_a_tenth_on_t2(wide):
 
 
 def test_a_memoriser_of_training_references_scores_below_two_percent_on_t2(wide):
-    specs = _specs(wide)
+    specs = every_spec(wide)
     memoriser = Memoriser(wide.tasks)
     rng = np.random.default_rng(1)
 
@@ -268,7 +242,7 @@ def test_a_memoriser_of_training_references_scores_below_two_percent_on_t2(wide)
 
 
 def test_candidates_stay_a_few_dozen_and_come_in_a_fixed_order(pool):
-    specs = _specs(pool)
+    specs = every_spec(pool)
     rng = random.Random(0)
     sizes = []
     for task in pool.heldout_tasks:
@@ -314,14 +288,14 @@ def test_another_process_with_another_hash_seed_makes_the_same_pool(cfg, pool):
 
 def test_rows_have_the_pool_columns_and_ids_of_their_own(pool):
     for rows, columns in ((pool.envs, ENV_COLUMNS), (pool.tasks, TASK_COLUMNS)):
-        assert set(rows[0]) == set(columns) - {"source", "defect"}
+        assert set(rows[0]) == set(columns) - STAGE_COLUMNS
         frame = pl.DataFrame(rows, schema=columns)
         assert frame.height == len(rows)
     for env in pool.envs:
         assert env["env_id"] == ww.env_id(json.loads(env["spec"]))
         assert env["n_tables"] >= 3 and env["n_tools"] >= 4 and env["n_rows"] >= 16
     assert len({env["env_id"] for env in pool.envs}) == len(pool.envs)
-    assert len({task["task_id"] for task in _all_tasks(pool)}) == len(_all_tasks(pool))
+    assert len({task["task_id"] for task in every_task(pool)}) == len(every_task(pool))
 
 
 def test_t2_and_v_vocabularies_are_disjoint_from_training(pools):
@@ -424,7 +398,7 @@ def test_the_probe_sees_each_semantics_flip_without_trusting_the_declared_flag()
 
 
 def test_env_errors_come_back_as_observations_and_change_nothing(pool):
-    specs = _specs(pool)
+    specs = every_spec(pool)
     task = pool.tasks[0]
     env = ww.Env(specs[task["env_id"]], task)
     assert "error" in env.step({"name": FINISH}).observation  # before reset
@@ -450,7 +424,7 @@ def test_env_errors_come_back_as_observations_and_change_nothing(pool):
 
 
 def test_fork_is_independent_and_the_episode_ends_at_the_step_limit(pool):
-    specs = _specs(pool)
+    specs = every_spec(pool)
     task = next(t for t in pool.tasks if json.loads(t["goal"])["kind"] == "buy")
     env = ww.Env(specs[task["env_id"]], task)
     env.reset()
@@ -477,7 +451,7 @@ def test_fork_is_independent_and_the_episode_ends_at_the_step_limit(pool):
 
 
 def test_chat_rendering_and_tool_schemas_accept_the_reference_calls(pool):
-    specs = _specs(pool)
+    specs = every_spec(pool)
     for task in pool.tasks[::5]:
         spec = specs[task["env_id"]]
         chat = ww.render_chat(spec, task)
@@ -492,7 +466,7 @@ def test_chat_rendering_and_tool_schemas_accept_the_reference_calls(pool):
 
 
 def test_the_env_runs_chat_style_calls_with_json_string_arguments(pool):
-    specs = _specs(pool)
+    specs = every_spec(pool)
     for task in pool.tasks[:10]:
         env = ww.Env(specs[task["env_id"]], task)
         env.reset()
@@ -505,17 +479,7 @@ def test_the_llm_evaluation_loop_runs_the_domain_unchanged(pool):
     """A scripted engine that answers each turn with the reference's next call as a hermes block."""
     tasks = pool.tasks[:6]
     scripts = {task["instruction"]: json.loads(task["reference"]) for task in tasks}
-
-    class Scripted:
-        def chat(self, conversations, tools):
-            out = []
-            for messages in conversations:
-                instruction = messages[1]["content"].split("\n\n")[0]
-                turn = sum(m["role"] == "assistant" for m in messages)
-                call = scripts[instruction][turn]
-                out.append(f"<tool_call>{json.dumps(call)}</tool_call>")
-            return out
-
-    rows = llm_eval.evaluate(Scripted(), pool.envs, tasks, "webworld", max_turns=ww.STEP_LIMIT_FACTOR * 10 + 1)
+    engine = Scripted(scripts, key=lambda content: content.split("\n\n")[0])
+    rows = llm_eval.evaluate(engine, pool.envs, tasks, "webworld", max_turns=ww.STEP_LIMIT_FACTOR * 10 + 1)
     assert [row["success"] for row in rows] == [True] * len(tasks)
     assert [row["steps"] for row in rows] == [task["n_steps"] + 1 for task in tasks]

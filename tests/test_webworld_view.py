@@ -4,42 +4,19 @@ deterministic per episode seed, forks are independent, and the tiny policy's fea
 
 from __future__ import annotations
 
-import functools
 import json
 import re
 
-import pytest
 import view_checks
-from test_webworld import SMALL  # its small pool: every family, tier and optional tool shows up
+from domain_fixtures import PLACEBO, SMALL, synthesize
 
-from axisrl.config import validate_config
 from axisrl.domains import load
 from axisrl.domains import webworld as ww
-from axisrl.domains.toolworld.canon import derive_seed
 from axisrl.domains.webworld.lexicon import MAX_PAIRS, constraints
 
-PLACEBO = {"placebo_contents": 2, "placebo_tasks_per_env": 4}
-
-
-@pytest.fixture(scope="module")
-def pool(schema):
-    cfg = validate_config({"synthesize": SMALL}, schema)["synthesize"]
-    return ww.generate_pool({**cfg, **PLACEBO, "seed": 0})
-
-
-@pytest.fixture(scope="module")
-def specs(pool) -> dict[str, dict]:
-    return view_checks.every_spec(pool)
-
-
-@pytest.fixture(scope="module")
-def tasks(pool) -> list[dict]:
-    return view_checks.every_task(pool)
-
-
-_start = functools.partial(view_checks.start, ww)
-_replay = functools.partial(view_checks.replay, ww)
-_take, _tokens, _keys = view_checks.take, view_checks.tokens, view_checks.keys
+pool, specs, tasks = view_checks.fixtures(lambda schema: ww.generate_pool({**synthesize(schema, SMALL), **PLACEBO}))
+"""``test_webworld``'s small pool (``domain_fixtures.SMALL`` with ``PLACEBO``): every family, tier and optional
+tool shows up."""
 
 
 def test_the_domain_loads_the_view():
@@ -60,7 +37,7 @@ def test_goal_clauses_state_what_the_instruction_does(specs, tasks):
     kinds = set()
     for n, task in enumerate(tasks):
         spec = specs[task["env_id"]]
-        env, view = _start(spec, task, n)
+        env, view = view_checks.start(ww, spec, task, n)
         goal, site = json.loads(task["goal"]), env.site
         heads = [clause[0] for clause in view.goal]
         kinds.add(goal["kind"])
@@ -86,20 +63,9 @@ def test_goal_clauses_state_what_the_instruction_does(specs, tasks):
 def test_a_reskinned_site_renders_identically(specs, pool):
     """Same structure and content under another skin: the same tasks in other words, and the same
     tokens at every step of their references; no token holds a word of either vocabulary."""
-    compared = 0
-    for env_row in pool.envs[::4]:
-        spec = specs[env_row["env_id"]]
-        skinned = ww.reskin(spec, 9)
-        assert skinned["lexicon"] != spec["lexicon"]
-        words = set(ww.compile_site(spec).vocabulary()) | set(ww.compile_site(skinned).vocabulary())
-        for task, other in zip(ww.generate_tasks(spec, "a", 4, 3), ww.generate_tasks(skinned, "b", 4, 3), strict=True):
-            assert task["instruction"] != other["instruction"]
-            seed = derive_seed(5, task["task_id"])
-            _, view = _replay(spec, task, seed)
-            _, view_b = _replay(skinned, other, seed)
-            assert view_b.goal == view.goal and view_b.tools == view.tools and view_b.steps == view.steps
-            assert not words & set(_tokens(view))
-            compared += 1
+    compared = view_checks.reskin_renders_identically(
+        ww, specs, pool.envs[::4], lambda spec: ww.compile_site(spec).vocabulary()
+    )
     assert compared >= 8
 
 

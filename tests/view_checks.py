@@ -1,6 +1,7 @@
-"""What every domain's compact view is checked for, shared by ``test_<domain>_view.py``: episodes
-started and stepped through the view, the reference of every task played through its candidates to
-a verified success, and every token structural or a symbol."""
+"""What every domain's compact view is checked for, shared by ``test_<domain>_view.py``: the module's
+pool fixtures, episodes started and stepped through the view, the reference of every task played
+through its candidates to a verified success, every token structural or a symbol, a re-skin rendering
+the same tokens, views deterministic per seed, forks independent, and the tiny policy's features."""
 
 from __future__ import annotations
 
@@ -8,22 +9,37 @@ import json
 import random
 import re
 import statistics
+from collections.abc import Callable
 from types import ModuleType
+from typing import Any
 
 import numpy as np
+import pytest
+from domain_fixtures import every_spec, every_task
 
 from axisrl.backends.tiny.encoding import EpisodeFeatures
 from axisrl.backends.tiny.rollout import call_key
 from axisrl.backends.tiny.vocab import GOAL_HEADS, UNK, classify
+from axisrl.domains.toolworld.canon import derive_seed
 
 
-def every_spec(pool) -> dict[str, dict]:
-    """Every environment's spec of a pool (training, held-out and placebo), by env id."""
-    return {env["env_id"]: json.loads(env["spec"]) for env in [*pool.envs, *pool.heldout_envs, *pool.placebo_envs]}
+def fixtures(make_pool: Callable[[dict], Any]):
+    """A view test module's module-scoped fixtures, to assign by these names: ``pool`` (``make_pool(schema)``),
+    its ``specs`` by env id and its ``tasks`` (``domain_fixtures.every_spec``, ``every_task``)."""
 
+    @pytest.fixture(scope="module")
+    def pool(schema):
+        return make_pool(schema)
 
-def every_task(pool) -> list[dict]:
-    return [*pool.tasks, *pool.placebo_tasks, *pool.heldout_tasks]
+    @pytest.fixture(scope="module")
+    def specs(pool) -> dict[str, dict]:
+        return every_spec(pool)
+
+    @pytest.fixture(scope="module")
+    def tasks(pool) -> list[dict]:
+        return every_task(pool)
+
+    return pool, specs, tasks
 
 
 def start(domain: ModuleType, spec: dict, task: dict, seed: int):
@@ -86,6 +102,38 @@ def every_token_is_structural_or_a_symbol(domain: ModuleType, specs: dict, tasks
         assert all(clause[0] in GOAL_HEADS and len(clause) <= 8 for clause in view.goal), view.goal
         assert all(len(step) - 1 <= max_pairs for step in view.steps)
         assert all(len(pair) == 2 for step in view.steps for pair in step[1:])
+
+
+def reskin_renders_identically(
+    domain: ModuleType,
+    specs: dict,
+    envs: list[dict],
+    vocabulary: Callable[[dict], list[str]],
+    same_task: Callable[[dict, dict, dict, dict], bool] | None = None,
+) -> int:
+    """Each environment and its re-skin: the same tasks in other words, no token holding a word of either
+    vocabulary, and the same goal, tools and tokens at every step of the two references, for every pair of
+    tasks (or those ``same_task(spec, skinned, task, other)`` finds to be one task). Returns the pairs compared."""
+    compared = 0
+    for env_row in envs:
+        spec = specs[env_row["env_id"]]
+        skinned = domain.reskin(spec, 9)
+        assert skinned["lexicon"] != spec["lexicon"]
+        words = set(vocabulary(spec)) | set(vocabulary(skinned))
+        tasks, others = domain.generate_tasks(spec, "a", 4, 3), domain.generate_tasks(skinned, "b", 4, 3)
+        for task, other in zip(tasks, others, strict=same_task is None):
+            assert task["instruction"] != other["instruction"]
+            seed = derive_seed(5, task["task_id"])
+            _, view = replay(domain, spec, task, seed)
+            _, view_b = replay(domain, skinned, other, seed)
+            assert not words & set(tokens(view)) and not words & set(tokens(view_b))
+            if same_task is not None and not same_task(spec, skinned, task, other):
+                continue
+            assert view_b.goal == view.goal and view_b.tools == view.tools
+            assert view_b.steps == view.steps, task["task_id"]
+            compared += 1
+    print(f"{domain.__name__} reskin: {compared} tasks compared step by step")
+    return compared
 
 
 def deterministic_per_seed(domain: ModuleType, specs: dict, tasks: list[dict]) -> None:

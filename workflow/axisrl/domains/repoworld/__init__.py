@@ -28,8 +28,8 @@ from axisrl.domains.repoworld.pool import generate_pool, generate_pretrain_pool
 from axisrl.domains.repoworld.render import render_chat, tool_schemas
 from axisrl.domains.repoworld.runner import Limits, SuiteResult, run_suite
 from axisrl.domains.repoworld.signatures import schema_tokens, signatures, tool_tokens, transition_tokens
+from axisrl.domains.repoworld.spec import HORIZON_LIMIT, env_id, reskin
 from axisrl.domains.repoworld.tasks import generate_tasks
-from axisrl.domains.repoworld.world import HORIZON_LIMIT, env_id, reskin
 
 Env = RepoworldEnv
 """The domain's environment class, as ``axisrl.domains.load`` finds it."""

@@ -15,29 +15,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from axisrl.domains.levels import EnvShape, Origin, assemble_pool, pretrain_pool
+from axisrl.domains.levels import EnvShape, assemble_pool, pretrain_pool
 from axisrl.domains.repoworld.env import tool_names
 from axisrl.domains.repoworld.signatures import signatures
+from axisrl.domains.repoworld.spec import Spec, build_spec, env_id, names_of, reskin
 from axisrl.domains.repoworld.tasks import generate_tasks
-from axisrl.domains.repoworld.world import (
-    MODULES,
-    ROWS,
-    Spec,
-    Structure,
-    build_spec,
-    env_id,
-    names_of,
-    reskin,
-    sample_content,
-    sample_variant,
-    sample_world,
-)
-from axisrl.domains.toolworld.canon import derive_seed, short_hash
+from axisrl.domains.repoworld.world import MODULES, ROWS, sample_content, sample_variant, sample_world
+from axisrl.domains.spec_levels import SpecLevels
 from axisrl.domains.toolworld.pool import Pool
-
-
-def world_id(world_seed: int) -> str:
-    return short_hash(["repoworld-world", world_seed])
 
 
 def _range(cfg: Mapping[str, Any], key: str, default: tuple[int, int], low: int, high: int) -> tuple[int, int]:
@@ -47,52 +32,43 @@ def _range(cfg: Mapping[str, Any], key: str, default: tuple[int, int], low: int,
     return lo, hi
 
 
-class _Synthesizer:
+def _shape(spec: Spec) -> EnvShape:
+    structure = spec["structure"]
+    return EnvShape(
+        len(structure["modules"]),
+        len(tool_names(structure["api"])),
+        len(structure["functions"]),
+        names_of(spec).vocabulary(),
+    )
+
+
+def _levels(cfg: Mapping[str, Any]) -> SpecLevels:
     """A repository family's levels for ``assemble_pool``."""
-
-    domain = "repoworld"
-    world_word = "world"
-
-    def __init__(self, cfg: Mapping[str, Any]) -> None:
-        self.cfg = cfg
-        self.modules = _range(cfg, "tables", MODULES, 2, 4)
-        self.rows = _range(cfg, "rows_per_table", ROWS, 2, 8)
-        self.max_steps = cfg.get("max_steps", 0)
-        self._worlds: dict[int, Structure] = {}
-
-    def world(self, world_seed: int) -> Structure:
-        if world_seed not in self._worlds:
-            self._worlds[world_seed] = sample_world(world_seed, self.modules)
-        return self._worlds[world_seed]
-
-    variant = staticmethod(sample_variant)
-    reskin = staticmethod(reskin)
-    signatures = staticmethod(signatures)
-    env_id = staticmethod(env_id)
-    world_id = staticmethod(world_id)
-    tasks = staticmethod(generate_tasks)
-
-    def spec(self, structure: Structure, origin: Origin, pool: str) -> Spec:
-        content = sample_content(structure, origin.content_seed, pool, self.rows)
-        return build_spec(structure, content, pool, derive_seed(origin.world_seed, "skin"), self.max_steps)
-
-    def shape(self, spec: Spec) -> EnvShape:
-        structure = spec["structure"]
-        return EnvShape(
-            len(structure["modules"]),
-            len(tool_names(structure["api"])),
-            len(structure["functions"]),
-            names_of(spec).vocabulary(),
-        )
+    return SpecLevels(
+        "repoworld",
+        "world",
+        _range(cfg, "tables", MODULES, 2, 4),
+        _range(cfg, "rows_per_table", ROWS, 2, 8),
+        cfg.get("max_steps", 0),
+        sample_world,
+        sample_variant,
+        sample_content,
+        build_spec,
+        reskin,
+        signatures,
+        env_id,
+        generate_tasks,
+        _shape,
+    )
 
 
 def generate_pool(cfg: Mapping[str, Any]) -> Pool:
     """The training, placebo and held-out pools for a ``synthesize`` config section."""
-    return assemble_pool(cfg, _Synthesizer(cfg))
+    return assemble_pool(cfg, _levels(cfg))
 
 
 def generate_pretrain_pool(
     cfg: Mapping[str, Any], pretrain: Mapping[str, Any], taken: Mapping[str, set[str]]
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """The pretraining pool a tiny base is cloned on (``levels.pretrain_pool``): environment rows, task rows."""
-    return pretrain_pool(cfg, pretrain, taken, _Synthesizer(cfg))
+    return pretrain_pool(cfg, pretrain, taken, _levels(cfg))

@@ -12,7 +12,7 @@ from typing import Any
 
 from axisrl.domains.repoworld.env import tool_names
 from axisrl.domains.repoworld.repo import TESTS_DIR
-from axisrl.domains.repoworld.world import names_of
+from axisrl.domains.repoworld.spec import names_of
 
 EDIT_RULE = (
     "An edit replaces one whole line of a source file with a small change of that line: a comparison "

@@ -18,7 +18,8 @@ from typing import Any
 
 from axisrl.domains.repoworld.mutations import Context, Rewrite, rewrites
 from axisrl.domains.repoworld.runner import test_functions
-from axisrl.domains.repoworld.world import Names, fields_by_type
+from axisrl.domains.repoworld.spec import Names
+from axisrl.domains.repoworld.world import fields_by_type
 
 TESTS_DIR = "tests/"
 

@@ -15,6 +15,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 Names = Mapping[str, str]
+Body = Callable[[Names, str], list[str]]
+"""A template's renderer: its source lines from the slots' names and a contract."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,16 +33,15 @@ class Kind:
         returns = f"{self.returns}:{record}" if self.returns.startswith("item") else self.returns
         return f"({params})->{returns}"
 
+    @classmethod
+    def parse(cls, text: str) -> Kind:
+        """The kind written ``params->returns``, parameters comma-separated: ``items,int->item?``."""
+        params, returns = text.split("->")
+        return cls(tuple(params.split(",")), returns)
 
-ITEMS_INT_TO_ITEMS = Kind(("items", "int"), "items")
-ITEMS_INT_INT_TO_ITEMS = Kind(("items", "int", "int"), "items")
-ITEMS_TO_INT = Kind(("items",), "int")
-ITEMS_INT_TO_INT = Kind(("items", "int"), "int")
-ITEMS_INT_TO_MAYBE = Kind(("items", "int"), "item?")
-ITEMS_TO_ITEM = Kind(("items",), "item")
-ITEM_TO_INT = Kind(("item",), "int")
-INT3_TO_INT = Kind(("int", "int", "int"), "int")
-ITEMS_INT_INT_TO_INT = Kind(("items", "int", "int"), "int")
+
+INT3_TO_INT = Kind.parse("int,int,int->int")
+"""The one untyped kind (``clamp``'s): callee slots of this kind take an untyped function."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,8 +49,7 @@ class Template:
     """``params``: the variable roles of the parameters (named from the world's lexicon);
     ``fields``: record-field slots and their types; ``callees``: callee slots and the kinds they
     need; ``contracts``: semantic options (the first ``len > 1`` of them are L1 edits);
-    ``constant``: the slot of a module-level constant the function reads (its value is L0 content);
-    ``typed``: whether it works on a record type."""
+    ``constant``: the slot of a module-level constant the function reads (its value is L0 content)."""
 
     name: str
     params: tuple[str, ...]
@@ -58,15 +58,21 @@ class Template:
     callees: tuple[tuple[str, Kind], ...]
     contracts: tuple[str, ...]
     constant: str | None
-    body: Callable[[Names, str], list[str]]
-    typed: bool = True
+    body: Body
 
     @property
     def leaf(self) -> bool:
         return not self.callees
 
+    @property
+    def typed(self) -> bool:
+        """Whether it works on a record type (takes records)."""
+        return any(p.startswith("item") for p in self.kind.params)
+
 
 COMPARISON_WORDS = {">": "above", ">=": "at least", "<": "below", "<=": "at most", "==": "equal to"}
+
+# The bodies: each template's source, a line an item. They are alike in shape only, each writing its own code.
 
 
 def _select(n: Names, op: str) -> list[str]:
@@ -261,95 +267,41 @@ def _lookup_score(n: Names, missing: str) -> list[str]:
     ]
 
 
-TEMPLATES: dict[str, Template] = {
-    t.name: t
-    for t in (
-        Template(
-            "select", ("items", "limit"), ITEMS_INT_TO_ITEMS, (("a", "int"),), (), (">", ">=", "<", "<="), None, _select
-        ),
-        Template(
-            "between",
-            ("items", "low", "high"),
-            ITEMS_INT_INT_TO_ITEMS,
-            (("a", "int"),),
-            (),
-            ("<=", "<"),
-            None,
-            _between,
-        ),
-        Template(
-            "total", ("items",), ITEMS_TO_INT, (("a", "int"), ("flag", "bool")), (), ("skip", "only"), None, _total
-        ),
-        Template("count", ("items", "limit"), ITEMS_INT_TO_INT, (("a", "int"),), (), (">=", ">", "=="), None, _count),
-        Template("find", ("items", "value"), ITEMS_INT_TO_MAYBE, (("a", "int"),), (), ("first", "last"), None, _find),
-        Template("best", ("items",), ITEMS_TO_ITEM, (("a", "int"),), (), ("max", "min"), None, _best),
-        Template("window", ("items", "page"), ITEMS_INT_TO_ITEMS, (), (), ("base0", "base1"), "K", _window),
-        Template("locate", ("items", "limit"), ITEMS_INT_TO_INT, (("a", "int"),), (), ("<=", "<"), None, _locate),
-        Template("score", ("item",), ITEM_TO_INT, (("a", "int"), ("b", "int")), (), ("plus", "minus"), "K", _score),
-        Template("clamp", ("value", "low", "high"), INT3_TO_INT, (), (), ("saturate",), None, _clamp, typed=False),
-        Template(
-            "pipe",
-            ("items", "limit"),
-            ITEMS_INT_TO_INT,
-            (),
-            (("G", ITEMS_INT_TO_ITEMS), ("H", ITEMS_TO_INT)),
-            ("compose",),
-            None,
-            _pipe,
-        ),
-        Template(
-            "range_total",
-            ("items", "low", "high"),
-            ITEMS_INT_INT_TO_INT,
-            (),
-            (("G", ITEMS_INT_INT_TO_ITEMS), ("H", ITEMS_TO_INT)),
-            ("compose",),
-            None,
-            _range_total,
-        ),
-        Template(
-            "spread",
-            ("items", "low", "high"),
-            ITEMS_INT_INT_TO_INT,
-            (),
-            (("G", ITEMS_INT_TO_INT),),
-            ("difference",),
-            None,
-            _spread,
-        ),
-        Template(
-            "bounded",
-            ("items", "low", "high"),
-            ITEMS_INT_INT_TO_INT,
-            (),
-            (("G", ITEMS_TO_INT), ("C", INT3_TO_INT)),
-            ("compose",),
-            None,
-            _bounded,
-        ),
-        Template(
-            "top_score",
-            ("items",),
-            ITEMS_TO_INT,
-            (),
-            (("G", ITEMS_TO_ITEM), ("H", ITEM_TO_INT)),
-            ("compose",),
-            None,
-            _top_score,
-        ),
-        Template("score_sum", ("items",), ITEMS_TO_INT, (), (("H", ITEM_TO_INT),), ("sum",), None, _score_sum),
-        Template(
-            "lookup_score",
-            ("items", "value"),
-            ITEMS_INT_TO_INT,
-            (),
-            (("G", ITEMS_INT_TO_MAYBE), ("H", ITEM_TO_INT)),
-            ("zero", "minus_one"),
-            None,
-            _lookup_score,
-        ),
-    )
-}
+TABLE = (
+    # name, parameter roles, return kind, field slots, callee slots (their kinds), contracts, constant slot, body
+    ("select", "items limit", "items", "a:int", "", "> >= < <=", None, _select),
+    ("between", "items low high", "items", "a:int", "", "<= <", None, _between),
+    ("total", "items", "int", "a:int flag:bool", "", "skip only", None, _total),
+    ("count", "items limit", "int", "a:int", "", ">= > ==", None, _count),
+    ("find", "items value", "item?", "a:int", "", "first last", None, _find),
+    ("best", "items", "item", "a:int", "", "max min", None, _best),
+    ("window", "items page", "items", "", "", "base0 base1", "K", _window),
+    ("locate", "items limit", "int", "a:int", "", "<= <", None, _locate),
+    ("score", "item", "int", "a:int b:int", "", "plus minus", "K", _score),
+    ("clamp", "value low high", "int", "", "", "saturate", None, _clamp),
+    ("pipe", "items limit", "int", "", "G:items,int->items H:items->int", "compose", None, _pipe),
+    ("range_total", "items low high", "int", "", "G:items,int,int->items H:items->int", "compose", None, _range_total),
+    ("spread", "items low high", "int", "", "G:items,int->int", "difference", None, _spread),
+    ("bounded", "items low high", "int", "", "G:items->int C:int,int,int->int", "compose", None, _bounded),
+    ("top_score", "items", "int", "", "G:items->item H:item->int", "compose", None, _top_score),
+    ("score_sum", "items", "int", "", "H:item->int", "sum", None, _score_sum),
+    ("lookup_score", "items value", "int", "", "G:items,int->item? H:item->int", "zero minus_one", None, _lookup_score),
+)
+"""One row a template, space-separated lists: a parameter of role ``items`` or ``item`` takes records, any other an
+int; a field slot is ``slot:type``, a callee slot ``slot:kind`` (``Kind.parse``)."""
+
+
+def _template(
+    name: str, roles: str, returns: str, fields: str, callees: str, contracts: str, constant: str | None, body: Body
+) -> Template:
+    params = tuple(roles.split())
+    kind = Kind(tuple(p if p in ("items", "item") else "int" for p in params), returns)
+    slots = [tuple(pair.split(":")) for pair in fields.split()]
+    called = [(slot, Kind.parse(text)) for slot, text in (pair.split(":") for pair in callees.split())]
+    return Template(name, params, kind, tuple(slots), tuple(called), tuple(contracts.split()), constant, body)
+
+
+TEMPLATES: dict[str, Template] = {row[0]: _template(*row) for row in TABLE}
 LEAVES = tuple(name for name, t in TEMPLATES.items() if t.leaf)
 COMPOSITES = tuple(name for name, t in TEMPLATES.items() if not t.leaf)
 ROLES = (

@@ -1,11 +1,12 @@
-"""The compiled form of a spec: the pages of a site, what each page offers, and what each tool call does.
+"""The compiled form of a spec: a site's records and state, the calls legal on a page, and what each tool call does.
 
 Two layers, as in toolworld. Internally a page is a small frozen record (its kind, the search terms
 and filters behind a results listing, the item shown, the form and step), items are integer ids and
 attribute values are indices; the state is the page, the history, the cart, the form drafts and the
-orders and submissions placed so far. The surface layer (``View``) renders the current page as the
-JSON an agent reads, with the links, fields, buttons and filters it offers in the world's own names;
-a call may only follow a link, fill a field or press a button that the current page shows.
+orders and submissions placed so far. The surface layer (``View``, rendered by ``pages``) is the
+current page as the JSON an agent reads, with the links, fields, buttons and filters it offers in the
+world's own names; ``Site.execute`` takes a call against it, so a call may only follow a link, fill a
+field or press a button that the current page shows, and ``Site.candidates`` lists those calls.
 
 Verification (``check``) reads only the final state and the answer: the orders and form submissions
 placed and what ``finish`` reported, never the path to them.
@@ -51,18 +52,12 @@ class Attribute:
 
 
 @dataclass(frozen=True, slots=True)
-class FormField:
-    """A typed field of a form step (or the item page's quantity field, form ``item``)."""
+class FormField(Attribute):
+    """A typed field of a form step (or the item page's quantity field, form ``item``): an attribute's
+    type and domain, placed on a form."""
 
-    sym: str
-    type: str
-    name: str
-    form: str
-    step: int
-    size: int = 0
-    low: int = 0
-    high: int = 0
-    words: tuple[str, ...] = ()
+    form: str = ""
+    step: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,6 +139,13 @@ class State:
         )
 
 
+def _typed(kind: type[Attribute], row: Mapping[str, Any], lex: Mapping[str, str], **placed: Any) -> Any:
+    """An attribute (or a form field, ``placed`` on its form) from its spec row, in the lexicon's words."""
+    size = row.get("size", 0)
+    words = tuple(lex[f"{row['sym']}.v{k}"] for k in range(size))
+    return kind(row["sym"], row["type"], lex[row["sym"]], size, row.get("low", 0), row.get("high", 0), words, **placed)
+
+
 class Site:
     """A spec compiled for execution. Treat it (and the spec it came from) as immutable."""
 
@@ -165,18 +167,7 @@ class Site:
         self.noun = {n: lex[f"noun:{n}"] for n in ("item", "order", "title", "quantity")}
         self.page_size: int = api["page_size"]
 
-        self.attributes = tuple(
-            Attribute(
-                a["sym"],
-                a["type"],
-                lex[a["sym"]],
-                a.get("size", 0),
-                a.get("low", 0),
-                a.get("high", 0),
-                tuple(lex[f"{a['sym']}.v{k}"] for k in range(a.get("size", 0))),
-            )
-            for a in spec["attributes"]
-        )
+        self.attributes = tuple(_typed(Attribute, a, lex) for a in spec["attributes"])
         self.attribute = {a.sym: a for a in self.attributes}
         self.enums = tuple(a for a in self.attributes if a.type == "enum")
         self.enum_by_name = {a.name: a for a in self.enums}
@@ -184,23 +175,10 @@ class Site:
 
         self.forms: dict[str, tuple[tuple[FormField, ...], ...]] = {}
         for name, form in spec["forms"].items():
-            fields = [
-                FormField(
-                    f["sym"],
-                    f["type"],
-                    lex[f["sym"]],
-                    name,
-                    f["step"],
-                    f.get("size", 0),
-                    f.get("low", 0),
-                    f.get("high", 0),
-                    tuple(lex[f"{f['sym']}.v{k}"] for k in range(f.get("size", 0))),
-                )
-                for f in form["fields"]
-            ]
+            fields = [_typed(FormField, f, lex, form=name, step=f["step"]) for f in form["fields"]]
             self.forms[name] = tuple(tuple(f for f in fields if f.step == s) for s in range(form["steps"]))
         self.form_field = {f.sym: f for steps in self.forms.values() for fields in steps for f in fields}
-        self.quantity = FormField("qty", "int", self.noun["quantity"], "item", 0, 0, *QUANTITY_RANGE)
+        self.quantity = FormField("qty", "int", self.noun["quantity"], 0, *QUANTITY_RANGE, form="item")
 
         fmt = spec["id_format"]
         self._id_digits = f"0{fmt['width']}{'d' if fmt['radix'] == 10 else ('X' if fmt['upper'] else 'x')}"
@@ -274,131 +252,6 @@ class Site:
 
     def results_href(self, page: Page) -> str:
         return f"/{self.page_name['results']}/{page.number}"
-
-    def _field_json(self, f: FormField, value: Any) -> dict[str, Any]:
-        out: dict[str, Any] = {"name": f.name}
-        if f.type == "text":
-            out.update(kind="text", value=value)
-        elif f.type == "int":
-            out.update(kind="number", min=f.low, max=f.high, value=value)
-        else:
-            out.update(kind="choice", options=list(f.words), value=None if value is None else f.words[value])
-        return out
-
-    def _lines_json(self, cart: list[list[int]]) -> list[dict[str, Any]]:
-        return [{"title": self.items[i].title, "href": self.items[i].href, self.noun["quantity"]: q} for i, q in cart]
-
-    def view(self, state: State) -> View:
-        """The current page: its JSON and what it offers (see the module docstring)."""
-        page, names = state.page, self.page_name
-        home = Link(names["home"], "/", Page("home"))
-        cart = Link(names["cart"], f"/{names['cart']}", Page("cart"))
-        obs: dict[str, Any] = {"page": names[page.kind]}
-        links: list[Link] = []
-        buttons: list[Button] = []
-        fields: tuple[FormField, ...] = ()
-        filters: list[tuple[Attribute, int]] = []
-        facts: tuple[str, ...] = ()
-        searchable = page.kind in ("home", "results")
-        if page.kind == "home":
-            if self.browse is not None:
-                b = self.browse
-                links += [
-                    Link(word, f"/{names['results']}?{b.name}={word}", Page("results", filters=((b.sym, k),)))
-                    for k, word in enumerate(b.words)
-                ]
-            links.append(cart)
-            if "register" in self.forms:
-                links.append(Link(names["register"], f"/{names['register']}", Page("register", form="register")))
-        elif page.kind == "results":
-            ids = self.results(page.terms, page.filters)
-            start = (page.number - 1) * self.page_size
-            shown = ids[start : start + self.page_size]
-            obs.update(
-                query=" ".join(page.terms),
-                filters={self.attribute[s].name: self.attribute[s].words[v] for s, v in page.filters},
-                count=len(ids),
-                number=page.number,
-                results=[
-                    {
-                        "title": self.items[i].title,
-                        "href": self.items[i].href,
-                        **{a.name: a.words[self.items[i].values[a.sym]] for a in self.enums},
-                    }
-                    for i in shown
-                ],
-            )
-            links += [Link(self.items[i].title, self.items[i].href, Page("item", item=i)) for i in shown]
-            links += [home, cart]
-            if start + self.page_size < len(ids):
-                more = replace(page, number=page.number + 1)
-                links.append(Link(str(more.number), self.results_href(more), more))
-            if "filter" in self.tools:
-                active = set(page.filters)
-                for a in self.enums:
-                    present = sorted({self.items[i].values[a.sym] for i in ids})
-                    filters += [(a, v) for v in present if (a.sym, v) not in active]
-        elif page.kind == "item":
-            item = self.items[page.item]
-            shown_values = {
-                a.name: a.words[item.values[a.sym]] if a.type == "enum" else item.values[a.sym] for a in self.attributes
-            }
-            obs.update({self.noun["title"]: item.title, "id": item.label, "attributes": shown_values})
-            fields = (self.quantity,)
-            buttons.append(Button(self.button["add"], "add", item.id))
-            links += [home, cart]
-            if state.last_results is not None:
-                links.append(Link(names["results"], self.results_href(state.last_results), state.last_results))
-            facts = (item.title, *(str(v) for v in shown_values.values()))
-        elif page.kind == "cart":
-            obs["lines"] = self._lines_json(state.cart)
-            links += [Link(self.items[i].title, self.items[i].href, Page("item", item=i)) for i, _ in state.cart]
-            links.append(home)
-            buttons += [Button(f"{self.button['remove']} {self.items[i].title}", "remove", i) for i, _ in state.cart]
-            if state.cart:
-                buttons.append(Button(self.button["checkout"], "checkout"))
-        elif page.kind in FORM_PAGES:
-            steps = self.forms[page.form]
-            fields = steps[page.step]
-            obs.update(step=page.step + 1, steps=len(steps))
-            last = page.step == len(steps) - 1
-            if not last:
-                buttons.append(Button(self.button["next"], "next"))
-            elif "submit" not in self.tools:
-                buttons.append(Button(self.button["submit"], "submit"))
-            links.append(cart if page.form == "checkout" else home)
-        elif page.kind == "review":
-            obs["lines"] = self._lines_json(state.cart)
-            draft = state.drafts.get("checkout", {})
-            obs["details"] = {
-                f.name: self._field_json(f, draft.get(f.sym))["value"]
-                for steps in self.forms["checkout"]
-                for f in steps
-            }
-            buttons.append(Button(self.button["place"], "place"))
-            links.append(cart)
-        elif page.kind == "confirm":
-            obs[self.noun["order"]] = self.render_id("order", 100 + len(state.orders))
-            links.append(home)
-        else:  # registered
-            links.append(home)
-        if fields:
-            draft = state.drafts.get(page.form or "", {})
-            obs["fields"] = [
-                self._field_json(f, state.quantity if f.form == "item" else draft.get(f.sym)) for f in fields
-            ]
-        obs["links"] = [{"text": link.text, "href": link.href} for link in links]
-        if buttons:
-            obs["buttons"] = [b.label for b in buttons]
-        if searchable:
-            obs["search"] = True
-        if filters:
-            obs["filter_options"] = {
-                a.name: [a.words[v] for b, v in filters if b is a]
-                for a in self.enums
-                if any(b is a for b, _ in filters)
-            }
-        return View(obs, tuple(links), fields, tuple(buttons), tuple(filters), searchable, facts)
 
     # ------------------------------------------------------------------------------- candidates
 

@@ -23,6 +23,7 @@ from typing import Any
 from axisrl.domains.toolworld.env import StepResult, VerifyResult
 from axisrl.domains.toolworld.model import FINISH, CallError, parse_arguments
 from axisrl.domains.webworld.engine import State, View, compile_site, parse_goal
+from axisrl.domains.webworld.pages import page_view
 from axisrl.domains.webworld.site import Spec
 
 
@@ -61,7 +62,7 @@ class WebworldEnv:
         if self.state is None:
             raise RuntimeError("call reset() before view()")
         if self._view is None:
-            self._view = self.site.view(self.state)
+            self._view = page_view(self.site, self.state)
         return self._view
 
     def candidates(self) -> list[dict[str, Any]]:

@@ -14,27 +14,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from axisrl.domains.levels import EnvShape, Origin, assemble_pool, pretrain_pool
-from axisrl.domains.toolworld.canon import canonical_json, derive_seed, short_hash
+from axisrl.domains.levels import EnvShape, assemble_pool, pretrain_pool
+from axisrl.domains.spec_levels import SpecLevels
+from axisrl.domains.toolworld.canon import canonical_json, short_hash
 from axisrl.domains.toolworld.pool import Pool
 from axisrl.domains.webworld.engine import compile_site
 from axisrl.domains.webworld.signatures import signatures
-from axisrl.domains.webworld.site import (
-    Spec,
-    Structure,
-    build_spec,
-    reskin,
-    sample_content,
-    sample_site,
-    sample_variant,
-)
+from axisrl.domains.webworld.site import Spec, build_spec, reskin, sample_content, sample_site, sample_variant
 from axisrl.domains.webworld.tasks import generate_tasks
 
 STEP_LIMIT_FACTOR = 2
-
-
-def world_id(world_seed: int) -> str:
-    return short_hash(["webworld-world", world_seed])
 
 
 def env_id(spec: Spec) -> str:
@@ -42,47 +31,38 @@ def env_id(spec: Spec) -> str:
     return short_hash(["webworld-env", canonical_json(spec)])
 
 
-class _Synthesizer:
+def _shape(spec: Spec) -> EnvShape:
+    site = compile_site(spec)
+    return EnvShape(len(site.attributes), len(site.tools), len(site.items), site.vocabulary())
+
+
+def _levels(cfg: Mapping[str, Any]) -> SpecLevels:
     """A site's levels for ``assemble_pool``."""
-
-    domain = "webworld"
-    world_word = "site"
-
-    def __init__(self, cfg: Mapping[str, Any]) -> None:
-        self.cfg = cfg
-        self.enums = (cfg["tables"]["min"], cfg["tables"]["max"])
-        self.rows = (cfg["rows_per_table"]["min"], cfg["rows_per_table"]["max"])
-        self.max_steps = STEP_LIMIT_FACTOR * cfg["max_steps"]
-        self._sites: dict[int, Structure] = {}
-
-    def world(self, world_seed: int) -> Structure:
-        if world_seed not in self._sites:
-            self._sites[world_seed] = sample_site(world_seed, self.enums)
-        return self._sites[world_seed]
-
-    variant = staticmethod(sample_variant)
-    reskin = staticmethod(reskin)
-    signatures = staticmethod(signatures)
-    env_id = staticmethod(env_id)
-    world_id = staticmethod(world_id)
-    tasks = staticmethod(generate_tasks)
-
-    def spec(self, structure: Structure, origin: Origin, pool: str) -> Spec:
-        content = sample_content(structure, origin.content_seed, pool, self.rows)
-        return build_spec(structure, content, pool, derive_seed(origin.world_seed, "skin"), self.max_steps)
-
-    def shape(self, spec: Spec) -> EnvShape:
-        site = compile_site(spec)
-        return EnvShape(len(site.attributes), len(site.tools), len(site.items), site.vocabulary())
+    return SpecLevels(
+        "webworld",
+        "site",
+        (cfg["tables"]["min"], cfg["tables"]["max"]),
+        (cfg["rows_per_table"]["min"], cfg["rows_per_table"]["max"]),
+        STEP_LIMIT_FACTOR * cfg["max_steps"],
+        sample_site,
+        sample_variant,
+        sample_content,
+        build_spec,
+        reskin,
+        signatures,
+        env_id,
+        generate_tasks,
+        _shape,
+    )
 
 
 def generate_pool(cfg: Mapping[str, Any]) -> Pool:
     """The training, placebo and held-out pools for a validated ``synthesize`` config section."""
-    return assemble_pool(cfg, _Synthesizer(cfg))
+    return assemble_pool(cfg, _levels(cfg))
 
 
 def generate_pretrain_pool(
     cfg: Mapping[str, Any], pretrain: Mapping[str, Any], taken: Mapping[str, set[str]]
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """The pretraining pool a tiny base is cloned on (``levels.pretrain_pool``): environment rows, task rows."""
-    return pretrain_pool(cfg, pretrain, taken, _Synthesizer(cfg))
+    return pretrain_pool(cfg, pretrain, taken, _levels(cfg))

@@ -14,6 +14,7 @@ from typing import Any
 from axisrl.domains.toolworld.model import FINISH
 from axisrl.domains.toolworld.render import observation_json
 from axisrl.domains.webworld.engine import VERB_PARAMS, Site, compile_site
+from axisrl.domains.webworld.pages import page_view
 from axisrl.domains.webworld.site import Spec
 
 POLICY = (
@@ -116,7 +117,7 @@ def render_chat(spec: Spec, task: Mapping[str, Any]) -> dict[str, Any]:
         + ". Every observation is the page now shown, as JSON.",
         POLICY,
     ]
-    home = site.view(site.initial_state()).observation
+    home = page_view(site, site.initial_state()).observation
     user = f"{task['instruction']}\n\nThe page now shown:\n{observation_json(home)}"
     return {
         "messages": [{"role": "system", "content": "\n".join(lines)}, {"role": "user", "content": user}],
