@@ -2,9 +2,9 @@ import copy
 
 import pytest
 
-from axisrl.config import ConfigError, StageSpec, canonical_json, load_yaml, validate_config
+from axisrl.config import ConfigError, StageSpec, canonical_json, load_config, load_yaml, validate_config
 from axisrl.stages import study
-from conftest import DEFAULT_CONFIG
+from conftest import DEFAULT_CONFIG, ROOT, SCHEMA_PATH
 
 
 def keys(config: dict, schema: dict) -> dict[str, str]:
@@ -134,3 +134,18 @@ def test_an_adaptive_block_that_is_off_keys_nothing(schema):
     off = study(validate_config(overlay, schema), schema)
     assert {n: s.key for n, s in off.specs.items()} == {n: s.key for n, s in default.specs.items()}
     assert {j: p.train.key for j, p in off.points.items()} == {j: p.train.key for j, p in default.points.items()}
+
+
+def test_the_quick_preset_is_three_points_an_axis_two_seeds_from_a_base():
+    """config/studies/quick.yaml (README: the preset to start with): the axis sweeps alone, three points an
+    axis and two seeds a point, every run from the pretrained base, tasks counted raw (no embedding rule)."""
+    import collections
+
+    from axisrl.plan import plan_designs, plan_rows
+
+    config = load_config(DEFAULT_CONFIG, ROOT / "config" / "studies" / "quick.yaml", schema_path=SCHEMA_PATH)
+    designs = plan_designs(config["study"])
+    seeds = collections.Counter(row["point_key"] for row in plan_rows(designs, config["study"], config["domain"]))
+    assert {tuple(planned.families) for planned in designs.values()} == {("axis_sweeps",)}
+    assert len(designs) == 7 and set(seeds.values()) == {2}
+    assert config["train"]["init"] == "base" and config["dedup"]["task_rule"] == "raw"

@@ -169,8 +169,8 @@ def analyse(
             grid = in_families(runs, "interaction")
             out["interaction"] = interaction_pretest(grid, [a for a in AXES if grid[a].n_unique() > 1], tier=tier)
         tables: dict[str, tuple[tuple[str, ...], Callable[[], pl.DataFrame]]] = {
-            "table2": (
-                ("model_sizes", "algorithms", "reward_density"),
+            "table2": (  # the axis sweeps alone are one setting's row: a study without the other families has it too
+                ("axis_sweeps", "model_sizes", "algorithms", "reward_density"),
                 lambda: fit_axes_by(
                     in_families(runs, "axis_sweeps", "model_sizes", "algorithms", "reward_density"),
                     ["width", "algo", "reward_density"],
