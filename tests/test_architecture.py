@@ -91,3 +91,16 @@ def test_no_module_of_the_package_imports_itself_through_others():
 def test_the_circle_check_finds_a_circle():
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
     assert circles(graph) == [["a", "b", "c"]]
+
+
+MOST_LINES = 600
+"""A module a newcomer can read whole; a longer one splits along a seam it already has (docs/architecture.md)."""
+
+
+def test_no_module_of_the_package_is_over_600_lines():
+    long = {
+        str(path.relative_to(PACKAGE)): lines
+        for path in PACKAGE.rglob("*.py")
+        if (lines := len(path.read_text().splitlines())) > MOST_LINES
+    }
+    assert long == {}
