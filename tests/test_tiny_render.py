@@ -10,6 +10,7 @@ import random
 import re
 
 import pytest
+from domain_fixtures import SMALL
 
 from axisrl.backends.tiny.encoding import EpisodeFeatures
 from axisrl.backends.tiny.policy import ToolPointer
@@ -36,21 +37,8 @@ POOL = {
         "validation_worlds": 0,
     },
 }
-RESKINNED = {
-    "n_worlds": 6,
-    "variants_per_world": 3,
-    "contents_per_variant": 2,
-    "reskins_per_world": 1,
-    "tasks_per_env": 8,
-    "heldout": {
-        "tasks_per_env": 4,
-        "t0_envs": 3,
-        "t1_envs": 3,
-        "t2_worlds": 3,
-        "t2_variants_per_world": 2,
-        "validation_worlds": 2,
-    },
-}
+RESKINNED = SMALL
+"""A pool with a re-skinned copy of each world's first environment (``domain_fixtures.SMALL``)."""
 
 
 @pytest.fixture(scope="module")
