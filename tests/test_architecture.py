@@ -104,3 +104,15 @@ def test_no_module_of_the_package_is_over_600_lines():
         if (lines := len(path.read_text().splitlines())) > MOST_LINES
     }
     assert long == {}
+
+
+def test_every_procedural_domain_assembles_its_tiers_through_levels():
+    """toolworld, webworld and repoworld build their pools through ``domains.levels.assemble_pool`` (one tier
+    machinery: a fix to tier assembly is made once): each ``generate_pool`` returns its call."""
+    for domain in ("toolworld", "webworld", "repoworld"):
+        tree = ast.parse((PACKAGE / "domains" / domain / "pool.py").read_text())
+        generate = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "generate_pool")
+        calls = {
+            node.func.id for node in ast.walk(generate) if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+        }
+        assert "assemble_pool" in calls, f"{domain}'s generate_pool does not call levels.assemble_pool"
