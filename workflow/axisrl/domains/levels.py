@@ -60,18 +60,14 @@ class Streams:
     pretrain_split: str = "train"
 
 
-def streams(synth: LevelSynthesizer) -> Streams:
-    """The synthesizer's own ``streams`` (toolworld's: no prefix, tier P named from the training
-    lexicon with split ``pretrain``), else ``<domain>-`` streams and the defaults (webworld, repoworld)."""
-    return getattr(synth, "streams", None) or Streams(f"{synth.domain}-")
-
-
 class LevelSynthesizer(Protocol):
     """What a domain tells ``assemble_pool``: its name and the word its seed streams call a world
-    (``site`` for webworld), and how each level is drawn. It may also set ``streams`` (a ``Streams``)."""
+    (``site`` for webworld), how its seed streams are named (``streams``: ``<domain>-`` for every domain
+    but toolworld, whose streams are older and have no prefix), and how each level is drawn."""
 
     domain: str
     world_word: str
+    streams: Streams
 
     def world(self, world_seed: int) -> Any: ...
 
@@ -160,14 +156,14 @@ def draw_variant(
 def task_seed(synth: LevelSynthesizer, root: int, origin: Origin) -> int:
     """Independent of the skin, so a re-skin gets the same tasks in its own names."""
     return derive_seed(
-        root, f"{streams(synth).prefix}tasks", origin.world_seed, origin.variant_seed, origin.content_seed
+        root, f"{synth.streams.prefix}tasks", origin.world_seed, origin.variant_seed, origin.content_seed
     )
 
 
 def assemble_pool(cfg: Mapping[str, Any], synth: LevelSynthesizer) -> Pool:
     """The training, placebo and held-out pools for a ``synthesize`` config section."""
     pool = Pool()
-    prefix = streams(synth).prefix
+    prefix = synth.streams.prefix
     root, n_tasks = cfg["seed"], cfg["tasks_per_env"]
     n_worlds, n_variants = cfg["n_worlds"], cfg["variants_per_world"]
     variants: dict[tuple[int, int], tuple[Any, list[str], int | None]] = {}
@@ -220,7 +216,7 @@ def pretrain_pool(
     ``pretrain.tasks_per_env`` tasks each, from a seed stream of their own; none shares a signature
     (or a skin) with ``taken``, the pools the study trains or tests on, nor with another P world."""
     taken = {axis: set(taken[axis]) for axis in (*SIGNATURE_AXES, "skin")}
-    draws = streams(synth)
+    draws = synth.streams
     root, stream = pretrain["seed"], f"{draws.prefix}pretrain"
     envs: list[dict[str, Any]] = []
     tasks: list[dict[str, Any]] = []
@@ -249,7 +245,7 @@ def _heldout(
     train_sigs: list[dict[str, str]],
     pool: Pool,
 ) -> None:
-    held, prefix, word = cfg["heldout"], streams(synth).prefix, synth.world_word
+    held, prefix, word = cfg["heldout"], synth.streams.prefix, synth.world_word
     hs, n_tasks = held["seed"], held["tasks_per_env"]
     n_worlds, n_variants = cfg["n_worlds"], cfg["variants_per_world"]
     rng = random.Random(derive_seed(hs, f"{prefix}tiers"))

@@ -9,8 +9,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from axisrl.domains.levels import EnvShape, Origin
-from axisrl.domains.toolworld.canon import derive_seed, short_hash
+from axisrl.domains.canon import derive_seed, short_hash
+from axisrl.domains.levels import EnvShape, Origin, Streams
 
 Spec = dict[str, Any]
 
@@ -37,6 +37,11 @@ class SpecLevels:
     tasks: Callable[[Spec, str, int, int], Iterable[dict[str, Any]]]
     shape: Callable[[Spec], EnvShape]
     worlds: dict[int, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def streams(self) -> Streams:
+        """Seed streams named ``<domain>-...``, tier P from the held-out lexicon with split ``train``."""
+        return Streams(f"{self.domain}-")
 
     def world(self, world_seed: int) -> Any:
         if world_seed not in self.worlds:
