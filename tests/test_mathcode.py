@@ -13,10 +13,10 @@ from domain_fixtures import ENV_ROW, TASK_ROW, Scripted, every_spec
 
 from axisrl.backends.llm_eval import evaluate
 from axisrl.domains import mathcode as mc
+from axisrl.domains.canon import canonical_json
 from axisrl.domains.mathcode import sandbox, verifier
 from axisrl.domains.mathcode.verifier import SCORER
 from axisrl.domains.toolworld import Pool
-from axisrl.domains.toolworld.canon import canonical_json
 
 MATHCODE = {
     "generators": ["basic_arithmetic", "gcd", "bf"],

@@ -24,12 +24,12 @@ from test_vllm_eval import RECORD_KEYS, ScriptedEngine, script_key
 from axisrl.backends.llm_eval import evaluate
 from axisrl.domains import DOMAINS
 from axisrl.domains import miniwob as mw
+from axisrl.domains.canon import canonical_json
 from axisrl.domains.miniwob.browser import shared_browser, task_url
 from axisrl.domains.miniwob.pool import instance_key, make_spec, open_instance
 from axisrl.domains.miniwob.tasks import family_tasks
-from axisrl.domains.toolworld.canon import canonical_json
+from axisrl.domains.pool import Pool
 from axisrl.domains.toolworld.model import FINISH
-from axisrl.domains.toolworld.pool import Pool
 from axisrl.stages.pools import ENV_COLUMNS, TASK_COLUMNS
 
 POOL_CONFIG = {

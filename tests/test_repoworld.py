@@ -14,13 +14,13 @@ import pytest
 from domain_fixtures import NO_PLACEBO_SWEEP, STAGE_COLUMNS, Scripted, every_spec, every_task, synthesize
 
 from axisrl.domains import repoworld as rw
+from axisrl.domains.canon import canonical_json
 from axisrl.domains.repoworld import spec as rw_spec
 from axisrl.domains.repoworld import world as rw_world
 from axisrl.domains.repoworld.mutations import OPERATORS, Context, inverse_offered, rewrites
 from axisrl.domains.repoworld.repo import compile_repo
 from axisrl.domains.repoworld.runner import Limits, run_suite
 from axisrl.domains.repoworld.tasks import mutation_sites
-from axisrl.domains.toolworld.canon import canonical_json
 from axisrl.domains.toolworld.lexicon import word_pool
 from axisrl.stages.pools import ENV_COLUMNS, TASK_COLUMNS
 

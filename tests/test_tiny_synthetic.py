@@ -19,7 +19,7 @@ from axisrl.backends.tiny import caps
 from axisrl.backends.tiny.rollout import Episode, Specs, call_key, rollout
 from axisrl.config import load_config
 from axisrl.domains import toolworld as tw
-from axisrl.domains.toolworld.canon import canonical_json
+from axisrl.domains.canon import canonical_json
 from axisrl.domains.toolworld.env import VerifyResult
 from axisrl.domains.toolworld.model import FINISH
 from conftest import SCHEMA_PATH, SMOKE_CONFIG

@@ -14,9 +14,9 @@ from domain_fixtures import ENV_ROW, SMALL, TASK_ROW, every_spec, synthesize
 from axisrl.config import validate_config
 from axisrl.domains import levels
 from axisrl.domains import toolworld as tw
+from axisrl.domains.canon import canonical_json
 from axisrl.domains.toolworld import drafts as tw_drafts
 from axisrl.domains.toolworld import tasks as tw_tasks
-from axisrl.domains.toolworld.canon import canonical_json
 from axisrl.domains.toolworld.lexicon import HELDOUT_MARKERS, SYLLABLES, make_word, word_pool
 from axisrl.domains.toolworld.runtime import compile_spec
 

@@ -21,7 +21,7 @@ from axisrl import dedup
 from axisrl.backends import llm_eval
 from axisrl.backends.tiny.evaluate import Memoriser
 from axisrl.domains import webworld as ww
-from axisrl.domains.toolworld.canon import canonical_json, derive_seed, short_hash
+from axisrl.domains.canon import canonical_json, derive_seed, short_hash
 from axisrl.domains.toolworld.lexicon import word_pool
 from axisrl.domains.toolworld.model import FINISH
 from axisrl.domains.webworld import site as ww_site
@@ -274,7 +274,7 @@ def test_another_process_with_another_hash_seed_makes_the_same_pool(cfg, pool):
     code = (
         "import json, sys\n"
         "from axisrl.domains import webworld as ww\n"
-        "from axisrl.domains.toolworld.canon import short_hash\n"
+        "from axisrl.domains.canon import short_hash\n"
         "p = ww.generate_pool(json.loads(sys.argv[1]))\n"
         "print(short_hash([p.envs, p.tasks, p.heldout_envs, p.heldout_tasks, p.placebo_envs, p.placebo_tasks]))"
     )

@@ -20,7 +20,7 @@ from domain_fixtures import every_spec, every_task
 from axisrl.backends.tiny.encoding import EpisodeFeatures
 from axisrl.backends.tiny.rollout import call_key
 from axisrl.backends.tiny.vocab import GOAL_HEADS, UNK, classify
-from axisrl.domains.toolworld.canon import derive_seed
+from axisrl.domains.canon import derive_seed
 
 
 def fixtures(make_pool: Callable[[dict], Any]):

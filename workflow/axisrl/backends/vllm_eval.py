@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from axisrl.backends.llm_eval import Message
-from axisrl.domains.toolworld.canon import canonical_json
+from axisrl.domains.canon import canonical_json
 
 
 class VllmEngine:

@@ -13,8 +13,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from axisrl.domains.canon import derive_seed
 from axisrl.domains.compact import SLOT_SPACE, SYMBOL_KINDS, DecisionPoint, ViewFactory
-from axisrl.domains.toolworld.canon import derive_seed
 from axisrl.domains.toolworld.model import FINISH
 from axisrl.domains.toolworld.slots import Permutation, shuffled
 

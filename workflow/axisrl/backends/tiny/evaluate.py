@@ -20,7 +20,7 @@ import numpy as np
 from axisrl.backends.tiny.policy import PolicyStack, ToolPointer
 from axisrl.backends.tiny.rollout import Diverged, Episode, Specs, no_cyclic_gc, rollout, rollout_seeds
 from axisrl.domains import DEFAULT_DOMAIN
-from axisrl.domains.toolworld.canon import canonical_json
+from axisrl.domains.canon import canonical_json
 
 EVAL_CHUNK_ACTIVATIONS = 256 * 64
 """Episodes x policy width rolled out together per policy: a lockstep batch's activations grow

@@ -27,8 +27,8 @@ from axisrl.backends.tiny.encoding import Decision, EpisodeFeatures
 from axisrl.backends.tiny.features import Batch, collate, collate_episodes
 from axisrl.backends.tiny.policy import PolicyStack, ToolPointer, seed_scores, segment_entropy, segment_log_softmax
 from axisrl.domains import Domain
+from axisrl.domains.canon import canonical_json
 from axisrl.domains.compact import CompactView
-from axisrl.domains.toolworld.canon import canonical_json
 from axisrl.domains.toolworld.model import FINISH, CallError, parse_arguments
 
 

@@ -31,10 +31,10 @@ import reasoning_gym
 from reasoning_gym.dataset import ProceduralDataset
 from reasoning_gym.factory import DATASETS
 
+from axisrl.domains.canon import canonical_json, derive_seed, short_hash
 from axisrl.domains.mathcode.env import Harness, MathcodeEnv
-from axisrl.domains.toolworld.canon import canonical_json, derive_seed, short_hash
+from axisrl.domains.pool import Pool
 from axisrl.domains.toolworld.model import FINISH
-from axisrl.domains.toolworld.pool import Pool
 
 WORLD_ID = "mathcode"
 GENERATORS = (

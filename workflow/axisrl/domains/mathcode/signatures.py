@@ -21,8 +21,8 @@ from typing import Any
 
 from reasoning_gym.factory import DATASETS
 
+from axisrl.domains.canon import short_hash
 from axisrl.domains.mathcode.env import Harness, MathcodeEnv
-from axisrl.domains.toolworld.canon import short_hash
 
 PROBE = {
     "calculator": [{"name": "calculate", "arguments": {"expression": "6 * 7"}}],

@@ -38,11 +38,11 @@ import random
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from axisrl.domains.canon import canonical_json, derive_seed, short_hash
 from axisrl.domains.miniwob.browser import PageState, borrowed
 from axisrl.domains.miniwob.env import PARAMETERS
 from axisrl.domains.miniwob.tasks import HELDOUT_FAMILIES, TASKS, TRAIN_FAMILIES, VALIDATION_FAMILIES, family_tasks
-from axisrl.domains.toolworld.canon import canonical_json, derive_seed, short_hash
-from axisrl.domains.toolworld.pool import Pool
+from axisrl.domains.pool import Pool
 
 
 def world_id(family: str) -> str:

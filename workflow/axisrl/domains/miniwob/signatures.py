@@ -18,8 +18,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from axisrl.domains.canon import short_hash
 from axisrl.domains.miniwob.tasks import TASKS
-from axisrl.domains.toolworld.canon import short_hash
 
 TOOL_TOKENS = frozenset({"click(ref)", "type(ref,string)", "select(ref,string)", "press_key(key)", "finish()"})
 

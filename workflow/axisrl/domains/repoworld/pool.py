@@ -16,13 +16,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from axisrl.domains.levels import EnvShape, assemble_pool, pretrain_pool
+from axisrl.domains.pool import Pool
 from axisrl.domains.repoworld.env import tool_names
 from axisrl.domains.repoworld.signatures import signatures
 from axisrl.domains.repoworld.spec import Spec, build_spec, env_id, names_of, reskin
 from axisrl.domains.repoworld.tasks import generate_tasks
 from axisrl.domains.repoworld.world import MODULES, ROWS, sample_content, sample_variant, sample_world
 from axisrl.domains.spec_levels import SpecLevels
-from axisrl.domains.toolworld.pool import Pool
 
 
 def _range(cfg: Mapping[str, Any], key: str, default: tuple[int, int], low: int, high: int) -> tuple[int, int]:

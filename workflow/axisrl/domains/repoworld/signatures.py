@@ -26,11 +26,11 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from axisrl.domains.canon import canonical_json, short_hash
 from axisrl.domains.repoworld.env import tool_names
 from axisrl.domains.repoworld.runner import Session, call_functions
 from axisrl.domains.repoworld.spec import Names, names_of
 from axisrl.domains.repoworld.world import CASES_PER_COMPOSITE, CASES_PER_LEAF, function_template
-from axisrl.domains.toolworld.canon import canonical_json, short_hash
 
 TOOL_SIGNATURES = {
     "list_files": "list_files()",

@@ -19,10 +19,10 @@ import keyword
 from collections.abc import Mapping
 from typing import Any
 
+from axisrl.domains.canon import derive_seed, short_hash
 from axisrl.domains.repoworld.runner import Session, call_functions
 from axisrl.domains.repoworld.templates import ROLES
 from axisrl.domains.repoworld.world import Structure, function_template, json_copy, record_type
-from axisrl.domains.toolworld.canon import derive_seed, short_hash
 from axisrl.domains.toolworld.lexicon import SYLLABLES, assign_words
 
 SPEC_FORMAT = "repoworld/1"

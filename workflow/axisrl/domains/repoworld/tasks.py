@@ -22,12 +22,12 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from axisrl.domains.canon import canonical_json, derive_seed, short_hash
 from axisrl.domains.repoworld.env import RepoworldEnv, call
 from axisrl.domains.repoworld.mutations import Rewrite, inverse_offered
 from axisrl.domains.repoworld.repo import Repository, TestCase, compile_repo
 from axisrl.domains.repoworld.runner import SuiteResult, TestOutcome, run_suite
 from axisrl.domains.repoworld.world import function_template
-from axisrl.domains.toolworld.canon import canonical_json, derive_seed, short_hash
 from axisrl.domains.toolworld.model import FINISH
 
 OPENINGS = (

@@ -25,6 +25,7 @@ import random
 from collections.abc import Mapping
 from typing import Any
 
+from axisrl.domains.canon import derive_seed
 from axisrl.domains.levels import draw_variant
 from axisrl.domains.repoworld.templates import (
     INT3_TO_INT,
@@ -35,7 +36,6 @@ from axisrl.domains.repoworld.templates import (
     contracts,
     needed_fields,
 )
-from axisrl.domains.toolworld.canon import derive_seed
 from axisrl.domains.toolworld.lexicon import entity_name, make_word
 
 MODULES = (2, 4)

@@ -14,10 +14,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from axisrl.domains.canon import canonical_json, short_hash
 from axisrl.domains.levels import EnvShape, assemble_pool, pretrain_pool
+from axisrl.domains.pool import Pool
 from axisrl.domains.spec_levels import SpecLevels
-from axisrl.domains.toolworld.canon import canonical_json, short_hash
-from axisrl.domains.toolworld.pool import Pool
 from axisrl.domains.webworld.engine import compile_site
 from axisrl.domains.webworld.signatures import signatures
 from axisrl.domains.webworld.site import Spec, build_spec, reskin, sample_content, sample_site, sample_variant

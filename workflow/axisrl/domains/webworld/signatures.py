@@ -27,7 +27,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from axisrl.domains.toolworld.canon import canonical_json, short_hash
+from axisrl.domains.canon import canonical_json, short_hash
 from axisrl.domains.webworld.engine import VERB_PARAMS, Site
 from axisrl.domains.webworld.env import WebworldEnv
 from axisrl.domains.webworld.site import SEMANTICS, Spec, build_spec

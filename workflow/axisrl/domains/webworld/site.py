@@ -21,8 +21,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from axisrl.domains.canon import derive_seed
 from axisrl.domains.levels import draw_variant
-from axisrl.domains.toolworld.canon import derive_seed
 from axisrl.domains.toolworld.lexicon import assign_words, entity_name, make_id_format
 
 SPEC_FORMAT = "webworld/1"

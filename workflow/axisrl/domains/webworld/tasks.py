@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from axisrl.domains.toolworld.canon import canonical_json, derive_seed, short_hash
+from axisrl.domains.canon import canonical_json, derive_seed, short_hash
 from axisrl.domains.toolworld.lexicon import make_word
 from axisrl.domains.toolworld.model import FINISH
 from axisrl.domains.webworld.engine import Attribute, FormField, Item, Site, compile_site
