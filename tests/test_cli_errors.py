@@ -295,3 +295,73 @@ def test_power_refuses_a_fit_that_prices_a_run_below_zero(small_study, tmp_path)
     jobs = dict(zip(keys, [(5.0, [10_000]), (1.0, [5_000, 5_000]), (3.0, [10_000])], strict=True))
     line = one_error_line(axisrl("power", str(overlay), "--results", str(results_with_jobs(tmp_path / "r", jobs))))
     assert "fitted to 3 measured train jobs" in line and "must be positive" in line
+
+
+@pytest.fixture()
+def curve_files(tmp_path: Path) -> dict[str, Path]:
+    """Learning-curve tables (``axisrl fit --curves``) a fit must not read, beside a good one."""
+    good = pl.DataFrame(
+        {
+            "run": ["a"] * 3 + ["b"] * 3,
+            "design": "d",
+            "seed": [0] * 3 + [1] * 3,
+            "compute": [0.0, 1e9, 2e9] * 2,
+            "success": [0.1, 0.2, 0.3] * 2,
+        }
+    )
+    tables = {
+        "curves_good": good,
+        "curves_empty": good.head(0),
+        "curves_no_compute": good.drop("compute"),
+        "curves_success_above_1": edited(good, 4, success=1.5),
+        "curves_negative_compute": edited(good, 1, compute=-3.0),
+        "curves_text_compute": edited(good.with_columns(pl.col("compute").cast(pl.String)), 2, compute="lots"),
+        "curves_one_point": pl.concat([good, good.head(1).with_columns(run=pl.lit("c"))]),
+        "curves_repeated": pl.concat([good, good[2:3]]),
+    }
+    paths = {"out": tmp_path / "out", "missing": tmp_path / "absent.csv"}
+    for name, table in tables.items():
+        paths[name] = tmp_path / f"{name}.csv"
+        table.write_csv(paths[name])
+    return paths
+
+
+CURVE_CASES = {
+    "fit --curves of a missing file": (["{missing}"], ["absent.csv", "no such file"]),
+    "fit --curves of an empty table": (["{curves_empty}"], ["curves_empty.csv", "empty: no rows"]),
+    "fit --curves without compute": (["{curves_no_compute}"], ["curves_no_compute.csv", "no column compute"]),
+    "fit --curves of success above 1": (
+        ["{curves_success_above_1}"],
+        ["curves_success_above_1.csv", "column success, row 5", "must be in [0, 1], got 1.5"],
+    ),
+    "fit --curves of negative compute": (
+        ["{curves_negative_compute}"],
+        ["curves_negative_compute.csv", "column compute, row 2", "at least 0, got -3"],
+    ),
+    "fit --curves of compute that is no number": (
+        ["{curves_text_compute}"],
+        ["curves_text_compute.csv", "column compute, row 3", "must be a number, got 'lots'"],
+    ),
+    "fit --curves of a run of one point": (
+        ["{curves_one_point}"],
+        ["curves_one_point.csv", "run 'c' (row 7) has 1 point", "at least 2"],
+    ),
+    "fit --curves of one evaluation twice": (
+        ["{curves_repeated}"],
+        ["curves_repeated.csv", "rows 3 and 7 are one evaluation", "one row per compute"],
+    ),
+    "fit of both a runs table and --curves": (["{curves_good}", "{curves_good}"], ["runs table or --curves"]),
+}
+
+
+@pytest.mark.parametrize("case", list(CURVE_CASES))
+def test_a_bad_curves_file_gets_one_line_and_status_2(case, curve_files):
+    """``axisrl fit --curves FILE``: ``axisrl: error: FILE: problem`` and status 2 (the first part is the
+    file, the second a runs table given as well)."""
+    files, named = CURVE_CASES[case]
+    file, *runs = (part.format(**curve_files) for part in files)
+    line = one_error_line(axisrl("fit", *runs, "--curves", file, "--out", str(curve_files["out"])))
+    for part in named:
+        assert part.format(**curve_files) in line, line
+    if not runs:
+        assert line.startswith(f"axisrl: error: {file}: "), line

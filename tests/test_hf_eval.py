@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import copy
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +21,7 @@ from transformers import AutoTokenizer, Qwen2Config, Qwen2ForCausalLM
 from axisrl.artifacts import read_artifact, write_artifact
 from axisrl.backends.hf_eval import HfEngine, chat_messages
 from axisrl.backends.llm_eval import evaluate
+from axisrl.backends.verl.tiny_model import write_tiny_model
 from axisrl.config import GPU_BACKENDS, ConfigError, StageSpec, load_config, validate_config
 from axisrl.domains import toolworld as tw
 from axisrl.domains.toolworld.model import FINISH
@@ -29,9 +29,6 @@ from axisrl.stages import STAGES, study
 from axisrl.stages.gpu import ENGINES
 from axisrl.stages.gpu import evaluate as evaluate_stage
 from conftest import DEFAULT_CONFIG, ROOT, SCHEMA_PATH
-
-sys.path.insert(0, str(Path(__file__).parent / "verl"))  # the verl tests' tiny tokenizer and chat template
-from verl_support import write_tiny_model  # noqa: E402
 
 SMALL_POOL = {**POOL_CONFIG, "tables": {"min": 1, "max": 1}, "rows_per_table": {"min": 2, "max": 3}}
 """One table per world: prompts of about 3,500 byte-level tokens, quick on a CPU."""

@@ -25,9 +25,10 @@ from axisrl.backends.verl.config import compose, overrides, project_name, valida
 from axisrl.backends.verl.episode import AGENT_NAME  # noqa: E402
 from axisrl.backends.verl.export import write_verl_parquet  # noqa: E402
 from axisrl.backends.verl.launch import longest_prompt, prepare  # noqa: E402
+from axisrl.backends.verl.tiny_model import write_tiny_model  # noqa: E402
 from axisrl.domains import mathcode  # noqa: E402
 from axisrl.domains.toolworld import render_chat  # noqa: E402
-from verl_support import small_mathcode_pool, small_pool, tiny_job, train_settings, write_tiny_model  # noqa: E402
+from verl_support import small_mathcode_pool, small_pool, tiny_job, train_settings  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -46,8 +46,9 @@ from axisrl.backends.verl.launch import (  # noqa: E402
     row_tools,
 )
 from axisrl.backends.verl.reward import compute_score  # noqa: E402
+from axisrl.backends.verl.tiny_model import write_tiny_model  # noqa: E402
 from axisrl.diagnostics import STEP_COLUMNS  # noqa: E402
-from verl_support import small_mathcode_pool, small_pool, train_settings, write_tiny_model  # noqa: E402
+from verl_support import small_mathcode_pool, small_pool, train_settings  # noqa: E402
 
 
 class ScriptedServer:

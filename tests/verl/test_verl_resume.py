@@ -33,7 +33,8 @@ from axisrl.backends.verl.launch import (  # noqa: E402
     read_metrics,
     train,
 )
-from verl_support import small_pool, tiny_job, train_settings, write_tiny_model  # noqa: E402
+from axisrl.backends.verl.tiny_model import write_tiny_model  # noqa: E402
+from verl_support import small_pool, tiny_job, train_settings  # noqa: E402
 
 STAND_IN = Path(__file__).with_name("scripted_main_ppo.py")
 

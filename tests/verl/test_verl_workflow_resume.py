@@ -23,8 +23,8 @@ pytest.importorskip(
 
 from axisrl.backends.verl.config import RunLayout  # noqa: E402
 from axisrl.backends.verl.launch import MAIN_PPO  # noqa: E402
+from axisrl.backends.verl.tiny_model import write_tiny_model  # noqa: E402
 from conftest import copy_workflow, snakemake  # noqa: E402
-from verl_support import write_tiny_model  # noqa: E402
 
 STAND_IN = Path(__file__).with_name("scripted_main_ppo.py")
 UPDATES = 10

@@ -1,10 +1,9 @@
 """Helpers for the verl tests: a tiny local Qwen2 model directory and tiny toolworld and mathcode pools.
 
-Nothing can be downloaded, so the model directory is made here: a byte-level tokenizer (every
-byte one token, no merges: any text round-trips, which scripted tool calls need) with Qwen's
-ChatML special tokens and a Qwen2.5-style chat template (tools in the system turn, hermes
-``<tool_call>`` turns, tool results in ``<tool_response>``), and a one-layer Qwen2 config. No
-weights: verl's config validation and dataset read only the config and the tokenizer. (Not a
+Nothing can be downloaded, so the model directory is made here by the package's own writer
+(``axisrl.backends.verl.tiny_model``, which ``axisrl model tiny`` runs too): a byte-level tokenizer with
+Qwen's ChatML tokens and chat template, and a one-layer Qwen2 config without weights (verl's config
+validation and dataset read only the config and the tokenizer). (Not a
 conftest.py: a second top-level ``conftest`` module would displace tests/conftest.py, and a package
 here would be named ``verl`` and shadow the real one.)
 """
@@ -18,40 +17,6 @@ from axisrl.backends.verl.config import VerlJob
 from axisrl.config import validate_config
 from axisrl.domains import mathcode, toolworld
 from axisrl.plan import backend_settings
-
-CHAT_TEMPLATE = """\
-{%- if tools %}
-{{- '<|im_start|>system\\n' }}
-{%- if messages[0].role == 'system' %}{{- messages[0].content + '\\n\\n' }}{%- endif %}
-{{- '# Tools\\n\\nYou are provided with function signatures within <tools></tools> XML tags:\\n<tools>' }}
-{%- for tool in tools %}{{- '\\n' + (tool | tojson) }}{%- endfor %}
-{{- '\\n</tools>\\n\\nFor each function call, return a json object with function name and arguments within \
-<tool_call></tool_call> XML tags:\\n<tool_call>\\n{"name": <function-name>, "arguments": <args-json-object>}\\n\
-</tool_call><|im_end|>\\n' }}
-{%- elif messages[0].role == 'system' %}
-{{- '<|im_start|>system\\n' + messages[0].content + '<|im_end|>\\n' }}
-{%- endif %}
-{%- for message in messages %}
-{%- if message.role == 'user' or (message.role == 'assistant' and not message.tool_calls) %}
-{{- '<|im_start|>' + message.role + '\\n' + message.content + '<|im_end|>\\n' }}
-{%- elif message.role == 'assistant' %}
-{{- '<|im_start|>assistant' }}{%- if message.content %}{{- '\\n' + message.content }}{%- endif %}
-{%- for tool_call in message.tool_calls %}
-{%- if tool_call.function is defined %}{%- set tool_call = tool_call.function %}{%- endif %}
-{{- '\\n<tool_call>\\n{"name": "' + tool_call.name + '", "arguments": ' }}
-{%- if tool_call.arguments is string %}{{- tool_call.arguments }}
-{%- else %}{{- tool_call.arguments | tojson }}{%- endif %}
-{{- '}\\n</tool_call>' }}
-{%- endfor %}
-{{- '<|im_end|>\\n' }}
-{%- elif message.role == 'tool' %}
-{%- if loop.first or messages[loop.index0 - 1].role != 'tool' %}{{- '<|im_start|>user' }}{%- endif %}
-{{- '\\n<tool_response>\\n' + message.content + '\\n</tool_response>' }}
-{%- if loop.last or messages[loop.index0 + 1].role != 'tool' %}{{- '<|im_end|>\\n' }}{%- endif %}
-{%- endif %}
-{%- endfor %}
-{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}
-"""
 
 POOL_CONFIG = {
     "n_worlds": 2,
@@ -115,39 +80,6 @@ def train_settings(
     """What the plan hands a backend for a design: the schema's train defaults resolved for it."""
     design = {"budget": "fixed_visits", "algo": algo, "width": 64, "d_traj": d_traj, "reward_density": reward_density}
     return backend_settings(validate_config({}, schema)["train"], design)
-
-
-def write_tiny_model(directory: Path) -> Path:
-    """A loadable local HF model directory (config and tokenizer, no weights)."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
-    from transformers import PreTrainedTokenizerFast, Qwen2Config
-
-    alphabet = sorted(pre_tokenizers.ByteLevel.alphabet())
-    backend = Tokenizer(models.BPE(vocab={symbol: i for i, symbol in enumerate(alphabet)}, merges=[]))
-    backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    backend.decoder = decoders.ByteLevel()
-    tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=backend,
-        eos_token="<|im_end|>",
-        pad_token="<|endoftext|>",
-        additional_special_tokens=["<|im_start|>"],
-    )
-    tokenizer.add_tokens(["<tool_call>", "</tool_call>"])
-    tokenizer.chat_template = CHAT_TEMPLATE
-    tokenizer.save_pretrained(directory)
-    Qwen2Config(
-        vocab_size=len(tokenizer),
-        hidden_size=16,
-        intermediate_size=32,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        num_key_value_heads=1,
-        max_position_embeddings=32768,
-        eos_token_id=tokenizer.eos_token_id,
-        pad_token_id=tokenizer.pad_token_id,
-        architectures=["Qwen2ForCausalLM"],
-    ).save_pretrained(directory)
-    return directory
 
 
 def tiny_job(model_dir: Path, run_dir: Path, **changes: Any) -> VerlJob:

@@ -1,9 +1,11 @@
 """``axisrl show PATH``, ``axisrl catalog [RESULTS]``: read artifacts without the workflow;
-``axisrl fit RUNS --out DIR``: fit and plot a runs table the user brings (schema: ``axisrl.laws``);
+``axisrl fit RUNS --out DIR``: fit and plot a runs table the user brings (schema: ``axisrl.laws``; ``--curves FILE``:
+learning curves, ``axisrl.laws.curves``);
 ``axisrl recipe --budget C``: the compute-optimal design (model width, environments, tasks, trajectories)
 at a budget, from the recipe stage's fitted law and cost model, with its predicted held-out success;
 ``axisrl where [TARGET]``: which rule makes a table, figure or stage, and which function computes it;
-``axisrl power CONFIG``: the interval half-widths a study design buys, and its compute, by simulation."""
+``axisrl power CONFIG``: the interval half-widths a study design buys, and its compute, by simulation;
+``axisrl model tiny DIR``: a small Qwen2-architecture model and its tokenizer, no download (the GPU smoke check)."""
 
 from __future__ import annotations
 
@@ -77,13 +79,8 @@ def _fit(runs_path: str, episodes_path: str | None, out: str, settings: dict) ->
         raise ValueError(f"{inputs}: {reason}") from None
     from axisrl.report.compact import fits_by_setting, markdown
     from axisrl.report.figures import figure2
-    from axisrl.report.tables import write_table
 
-    folder = Path(out)
-    folder.mkdir(parents=True, exist_ok=True)
-    for name, frame in frames.items():
-        frame.write_parquet(folder / f"{name}.parquet")
-        write_table(frame, folder / f"{name}.md", folder / f"{name}.csv", name, name)
+    folder = _write_frames(frames, out)
     figure2(frames["points"], frames["axis_fits"], folder / "fig2.png", folder / "fig2.pdf", frames.get("trends"))
     table2 = fits_by_setting({"series": "model size"}).build(frames["axis_fits"])
     print("Table 2: log-log slope alpha of L = -ln p per axis, 95 % interval (every column: axis_fits.csv)")
@@ -91,6 +88,45 @@ def _fit(runs_path: str, episodes_path: str | None, out: str, settings: dict) ->
     for warning in frames["warnings"]["warning"]:
         print(f"axisrl: warning: {warning}", file=sys.stderr)
     print(f"wrote {len(frames)} tables and fig2 to {folder}")
+
+
+def _write_frames(frames: dict[str, pl.DataFrame], out: str) -> Path:
+    """Each frame as Parquet, with its Markdown and CSV tables, into the folder ``out`` (made if need be)."""
+    from axisrl.report.tables import write_table
+
+    folder = Path(out)
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, frame in frames.items():
+        frame.write_parquet(folder / f"{name}.parquet")
+        write_table(frame, folder / f"{name}.md", folder / f"{name}.csv", name, name)
+    return folder
+
+
+def _fit_curves(curves_path: str, out: str, n_boot: int, seed: int) -> None:
+    """``axisrl fit --curves FILE``: the saturating fits of a user's learning curves (``axisrl.laws.curves``)."""
+    table = read_table(curves_path)
+    from axisrl.laws.curve_laws import curve_study, curves_from_table
+
+    try:
+        user = curves_from_table(table)
+        frames = curve_study(user.curves, user.r0, user.axes, n_boot=n_boot, seed=seed)
+    except (pl.exceptions.PolarsError, ValueError) as exc:
+        raise ValueError(f"{curves_path}: {exc if isinstance(exc, ValueError) else first_line(exc)}") from None
+    from axisrl.report.compact import markdown
+    from axisrl.report.curve_figure import curve_figure
+
+    folder = _write_frames(frames, out)
+    curve_figure(user.curves, frames["curve_points"], folder / "fig_curves.png", folder / "fig_curves.pdf", user.axes)
+    points = frames["curve_points"]
+    print(f"{points['A'].is_not_null().sum()} of {points.height} designs' curves identify the asymptote A")
+    summary = frames["extrapolation"].filter(pl.col("unit").str.starts_with("all "))
+    print("extrapolation from each curve's first half to its last point (every row: extrapolation.csv):")
+    print(markdown(summary.select("unit", "n_predicted", "mean_abs_error", "coverage")))
+    if "asymptote_laws" in frames:
+        print("laws along the axes of the asymptote A and of C_mid (every column: asymptote_laws.csv):")
+        shown = ("axis", "status", "alpha_final", "alpha_A", "alpha_A_lo", "alpha_A_hi", "beta_C_mid")
+        print(markdown(frames["asymptote_laws"].select(shown)))
+    print(f"wrote {len(frames)} tables and fig_curves to {folder}")
 
 
 RECIPE_AXIS_NAMES = {
@@ -427,8 +463,16 @@ def main(argv: list[str] | None = None) -> int:
     fit = commands.add_parser("fit", help="fit scaling laws to a runs table (Parquet or CSV) and plot them")
     fit.add_argument(
         "runs",
+        nargs="?",
         help="one row per run: design columns (d_env, d_task, d_traj, ...) and "
         "successes/trials, or p_<tier>/n_<tier> as collect writes them",
+    )
+    fit.add_argument(
+        "--curves",
+        metavar="FILE",
+        help="learning curves instead of a runs table (CSV or Parquet, one row per evaluation: run, design, seed, "
+        "compute, success; optional n, r0, d_env, d_task, d_traj): their saturating fits, extrapolation check, "
+        "asymptote laws (with d_* columns) and fig_curves",
     )
     fit.add_argument("--out", required=True, help="folder for the result tables and fig2")
     fit.add_argument(
@@ -483,6 +527,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     where = commands.add_parser("where", help="the rule and the function behind a table, figure or stage")
     where.add_argument("target", nargs="?", help="e.g. fig2, table8, train (default: list them all)")
+    model = commands.add_parser("model", help="write a model directory a verl study can train, with no download")
+    kinds = model.add_subparsers(dest="kind", required=True)
+    tiny = kinds.add_parser("tiny", help="a small Qwen2-architecture model with random weights (the GPU smoke check)")
+    tiny.add_argument("directory", help="a new or empty folder")
     args = parser.parse_args(argv)
     try:
         with warnings.catch_warnings(), np.errstate(all="ignore"):
@@ -510,6 +558,14 @@ def _run(args: argparse.Namespace) -> None:
         _where(args.target)
     elif args.command == "power":
         _power(args.config, args.noise, args.results, args.budget, args.target, args.sims, args.adaptive)
+    elif args.command == "model":
+        from axisrl.model_command import write_tiny
+
+        print(write_tiny(args.directory))
+    elif args.curves is not None or args.runs is None:
+        if args.runs is not None or args.curves is None:
+            raise ValueError("axisrl fit reads a runs table or --curves FILE: give one of them")
+        _fit_curves(args.curves, args.out, args.n_boot, args.seed)
     else:
         _fit(args.runs, args.episodes, args.out, {"tier": args.tier, "n_boot": args.n_boot, "seed": args.seed})
 

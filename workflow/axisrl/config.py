@@ -30,6 +30,9 @@ UNHASHED = "x-hashed"
 """Schema annotation: ``x-hashed: false`` marks an option that changes speed, never results."""
 HASHED_WHEN_ENABLED = "x-hashed-when-enabled"
 """Schema annotation of a block with an ``enabled`` switch that keys nothing while off."""
+HASHED_UNLESS_DEFAULT = "x-hashed-unless-default"
+"""Schema annotation of an option added after the first studies: at its default it keys nothing, so
+every key made before it stands."""
 
 
 class ConfigError(ValueError):
@@ -275,8 +278,9 @@ def _deep_update(base: dict[str, Any], overlay: Mapping[str, Any]) -> None:
 
 
 def hashed_part(value: Any, schema: Mapping[str, Any]) -> Any:
-    """Drop the options annotated ``x-hashed: false`` (speed-only settings), and the blocks annotated
-    ``x-hashed-when-enabled`` while they are off (a design added later: off, every key stays as it was)."""
+    """Drop the options annotated ``x-hashed: false`` (speed-only settings), the blocks annotated
+    ``x-hashed-when-enabled`` while they are off and the options annotated ``x-hashed-unless-default``
+    at their default (a design added later: off, every key stays as it was)."""
     if isinstance(value, dict):
         props = schema.get("properties", {})
         return {k: hashed_part(v, props.get(k, {})) for k, v in value.items() if _hashed(v, props.get(k, {}))}
@@ -285,6 +289,8 @@ def hashed_part(value: Any, schema: Mapping[str, Any]) -> Any:
 
 def _hashed(value: Any, schema: Mapping[str, Any]) -> bool:
     if not schema.get(UNHASHED, True):
+        return False
+    if schema.get(HASHED_UNLESS_DEFAULT) and value == schema.get("default"):
         return False
     return not (schema.get(HASHED_WHEN_ENABLED) and isinstance(value, dict) and not value.get("enabled"))
 

@@ -159,7 +159,8 @@ def family_designs(study: Mapping[str, Any]) -> Iterator[tuple[str, str | None, 
     repeated = {axis: spread(grids[axis], study["family_points"]) for axis in AXES}  # sweeps under another setting
 
     if families["axis_sweeps"]["enabled"]:
-        for axis, design in _sweeps(centre, grids, list(AXES)):
+        swept = families["axis_sweeps"].get("axes", AXES)  # a config validated before the key existed has none
+        for axis, design in _sweeps(centre, grids, [axis for axis in AXES if axis in swept]):
             yield "axis_sweeps", axis, design
     if families["calibration"]["enabled"]:
         for axis, design in _sweeps(centre, families["calibration"]["grids"], list(AXES)):

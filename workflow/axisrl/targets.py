@@ -6,7 +6,7 @@ name."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
     from axisrl.config import StageSpec
@@ -82,6 +82,11 @@ RECIPE_TABLES = {
 }
 """The tables computed by the ``recipe`` stage: target name -> title."""
 
+CURVE_FRAMES = ("curve_runs", "curve_points", "extrapolation", "asymptote_laws")
+"""Every frame the ``curve_fits`` stage writes: the saturating fit of each run's curve on V and of
+each design point's (seeds pooled), the check of fits on a curve's first half against its last
+point, and the per-axis laws of the fitted asymptote A and midpoint C_mid."""
+
 VALIDATE_FRAMES = ("measured", "efficiency")
 """Every frame the ``validate`` stage writes: the strategy runs' measured success against their
 pre-registered predictions, and the recipe's compute efficiency over each baseline."""
@@ -100,6 +105,8 @@ class Target(NamedTuple):
     computed_by: str = ""
     optional: tuple[str, ...] = ()
     needs_recipe: bool = False
+    needs_curves: bool = False
+    """Made only in a study with learning curves (``curves_on``)."""
     families: tuple[str, ...] = ()
     """The study families (or ``recipe``) whose runs the target reads, for ``report.reduced``'s labels."""
 
@@ -153,6 +160,24 @@ TABLES: dict[str, Target] = {
         )
         for name, title in RECIPE_TABLES.items()
     },
+    "table2_asymptote": Target(
+        "Table 2, asymptote: per-axis exponents of the fitted asymptote A and midpoint C_mid of the runs' "
+        "learning curves on V (beside Table 2's exponents of final success: which axis raises the ceiling, "
+        "which only gets there faster)",
+        {"frame": ("curve_fits", "asymptote_laws")},
+        COPY,
+        computed_by="axisrl.laws.curve_laws:asymptote_laws",
+        needs_curves=True,
+        families=("axis_sweeps",),
+    ),
+    "table_extrapolation": Target(
+        "Extrapolation: saturating fits on the first half of each learning curve against its last point on V "
+        "(prediction error, and the coverage of the predicted intervals)",
+        {"frame": ("curve_fits", "extrapolation")},
+        COPY,
+        computed_by="axisrl.laws.curve_extrapolation:extrapolation_table",
+        needs_curves=True,
+    ),
     "power": Target(
         "Power: this design's expected 95 % half-widths and the chance each interval excludes 0, simulated "
         "from the study's own noise frame (axisrl power: other designs and their compute)",
@@ -196,6 +221,12 @@ FIGURES: dict[str, Target] = {
         "axisrl.report.noise_figure:noise_figure",
         {"tier": "laws.tier", "take_off": "laws.take_off"},
     ),
+    "fig_curves": Target(
+        "Figure: learning curves on V along each axis, with their saturating fits",
+        {"curves": ("collect", "learning_curves"), "runs": ("collect", "runs"), "fits": ("curve_fits", "curve_points")},
+        "axisrl.report.curve_figure:curve_figure",
+        needs_curves=True,
+    ),
     "fig4": Target(
         "Figure 4: synthesis collapse",
         {"curves": ("pricing", "curves"), "collapse": ("pricing", "collapse")},
@@ -229,9 +260,19 @@ STUDY_READS = (
 (``recipe.enabled``), the notes in their titles (``report.reduced``) and every target's ``options``."""
 
 
-def study_targets(recipe: bool) -> dict[str, Target]:
-    """The tables and figures a study makes: the recipe's only when it is on."""
-    return {name: target for name, target in {**TABLES, **FIGURES}.items() if recipe or not target.needs_recipe}
+def curves_on(config: Mapping[str, Any]) -> bool:
+    """Whether a study draws learning curves: ``learning_curves.points`` above 0, with the tiny backend
+    (a verl run's validation log is its own)."""
+    return config["learning_curves"]["points"] > 0 and config["train"]["backend"] == "tiny"
+
+
+def study_targets(recipe: bool, curves: bool = False) -> dict[str, Target]:
+    """The tables and figures a study makes: the recipe's only when it is on, the curves' only with curves."""
+    return {
+        name: target
+        for name, target in {**TABLES, **FIGURES}.items()
+        if (recipe or not target.needs_recipe) and (curves or not target.needs_curves)
+    }
 
 
 def study_spec(study: Study) -> StageSpec:
@@ -246,7 +287,7 @@ def study_spec(study: Study) -> StageSpec:
     stages = sorted(
         {
             stage
-            for target in study_targets(recipe).values()
+            for target in study_targets(recipe, curves_on(study.hashed)).values()
             for name, (stage, _) in target.frames.items()
             if name not in target.optional or recipe
         }

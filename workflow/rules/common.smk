@@ -21,11 +21,13 @@ from axisrl.stages import (
 )
 from axisrl.targets import (
     FIGURES,
+    CURVE_FRAMES,
     LAW_FRAMES,
     PRICING_FRAMES,
     RECIPE_FRAMES,
     TABLES,
     VALIDATE_FRAMES,
+    curves_on,
     study_spec,
     study_targets,
 )
@@ -104,6 +106,10 @@ from (``axisrl.targets.study_spec``). Another study writes into another folder, 
 reports another's, and going back to one already run finds its outputs done."""
 STUDY_LOGS = f"{RESULTS}/logs/{STUDY_SPEC.stage}/{STUDY_SPEC.key}"
 EPISODES_STAGE = episodes_stage(TRAIN_BACKEND)
+CURVES = curves_on(CONFIG)
+"""Whether the tiny train jobs draw learning curves on V (``learning_curves.points``) and the
+curve_fits stage fits them."""
+CURVE_OUTPUT = {"curves": f"{RESULTS}/train/{{train_key}}/curves.parquet"} if CURVES else {}
 
 
 wildcard_constraints:
@@ -285,6 +291,8 @@ def collect_inputs(wildcards):
         "train_runs": [path for point in points for path in train_runs_of(point)],
         "episodes": [episodes_path(point) for point in points],
     }
+    if CURVES:
+        inputs["curves"] = [f"{RESULTS}/train/{point.train.key}/curves.parquet" for point in points]
     if ADAPTIVE:
         inputs["second_wave"] = checkpoints.allocate.get().output.second_wave
     return inputs
@@ -325,7 +333,7 @@ def target_params(name, target):
 def final_outputs():
     """Every target of the study: the collected runs, every table and figure (the recipe's when it
     is on) and the catalog."""
-    targets = study_targets(CONFIG["recipe"]["enabled"])
+    targets = study_targets(CONFIG["recipe"]["enabled"], CURVES)
     return [
         f"{COLLECT_DIR}/runs.parquet",
         *(f"{STUDY_DIR}/tables/{name}.md" for name in TABLES if name in targets),

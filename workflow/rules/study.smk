@@ -47,6 +47,7 @@ if TRAIN_BACKEND == "tiny":
         input:
             unpack(training_pool),
         output:
+            **CURVE_OUTPUT,
             metrics=f"{RESULTS}/train/{{train_key}}/metrics.parquet",
             runs=f"{RESULTS}/train/{{train_key}}/runs.parquet",
             episodes=f"{RESULTS}/train/{{train_key}}/episodes.parquet",
@@ -149,6 +150,7 @@ rule collect:
     input:
         unpack(collect_inputs),
     output:
+        **({"learning_curves": f"{COLLECT_DIR}/learning_curves.parquet"} if CURVES else {}),
         runs=f"{COLLECT_DIR}/runs.parquet",
         episodes=f"{COLLECT_DIR}/episodes.parquet",
     log:

@@ -4,7 +4,10 @@ Methods and their reasons: ``docs/methods.md``. Modules: ``models`` (the power a
 fitted to one sweep's points), ``axis`` (per-axis laws, model selection, local slopes, success
 trends, leave-one-out, two-stage bootstrap, axis ordering), ``joint`` (joint law, nested
 interaction, Chinchilla objective, GLM pre-test), ``tables`` (the paper's robustness tables),
-``simulate`` (studies from a known law, for tests), ``data`` (input schema, seed pooling).
+``simulate`` (studies from a known law, for tests), ``data`` (input schema, seed pooling); the learning
+curves on V (issue 51, imported from their modules): ``curves`` (the saturating fit per run and per point,
+seed-bootstrap intervals), ``curve_extrapolation`` (first half against the last point), ``curve_laws`` (laws of
+the asymptote along the axes, a user's curves table) and ``curves_sim`` (simulated curve studies, coverage).
 
 Input: runs
     One row per training run. Required: the design axes used (``d_env``, ``d_task``, ``d_traj``;

@@ -15,7 +15,7 @@ from typing import Any
 import polars as pl
 
 from axisrl.budget import visits_per_run
-from axisrl.recipe.study import accounting, cost_model, drivers_table, with_charged_compute
+from axisrl.recipe.study import DRIVERS, accounting, cost_model, drivers_table, with_charged_compute
 from axisrl.report.compact import compact_table, markdown, readable
 
 DESIGN_COLUMNS = ("d_env", "d_task", "d_traj", "width", "budget")
@@ -33,10 +33,12 @@ def table9(
     and environments seen, trajectories, rollout steps (env steps, the rollout tokens), gradient
     steps (decisions in the loss), updates, executed FLOPs, the compute its budget is charged (the
     domain's cost model ``costs[domain]`` over the runs' measured drivers, declared synthesis prices
-    excluded; none without a cost model) and their ratio, so a reader sees what moving along an axis
-    or up a compute level actually bought."""
+    excluded; none without a cost model, or for runs that measured no cost drivers: verl's) and their
+    ratio, so a reader sees what moving along an axis or up a compute level actually bought."""
     cost = costs.get(domain, {})
-    model = cost_model(cost, drivers_table(runs).row(0, named=True), visits_per_run(train)) if cost else None
+    model = None
+    if cost and set(DRIVERS) <= set(runs.columns):  # the tiny backend's drivers; a verl run measures none
+        model = cost_model(cost, drivers_table(runs).row(0, named=True), visits_per_run(train))
     sweeps = (
         with_charged_compute(runs.filter(pl.col("sweeps").list.len() > 0), model)
         .explode("sweeps")

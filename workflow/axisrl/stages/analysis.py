@@ -36,6 +36,26 @@ def laws(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, str]
         log.warning("%s", warning)
 
 
+def curve_fits(
+    spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, str], outputs: Mapping[str, str]
+) -> None:
+    """The saturating fits of the runs' learning curves on V (``learning_curves``): each run's, each
+    design point's with seed-bootstrap intervals, the extrapolation check, and along each axis sweep
+    the laws of the fitted asymptote and midpoint (``axisrl.laws.curve_laws.curve_study``). A point's
+    R0 is its base's V success (every run of a point starts from the same base); free for random init."""
+    from axisrl.laws.curve_laws import axes_from_runs, curve_study
+
+    runs = read_artifact(inputs["runs"], "collect").filter(pl.col("status") == "ok")
+    curves = read_artifact(inputs["curves"], "collect").join(runs.select("run_key"), on="run_key", how="semi")
+    r0 = runs.group_by("point_key").agg(r0=pl.col("p_V_base").first()) if "p_V_base" in runs.columns else None
+    frames = curve_study(curves, r0, axes_from_runs(runs), n_boot=settings["n_boot"], seed=settings["seed"])
+    for name, path in outputs.items():
+        frame = frames.get(name)
+        if frame is None:
+            frame = pl.DataFrame({"status": ["not_run"], "reason": [f"the study has no axis sweep that {name} reads"]})
+        write_artifact(frame, path, spec)
+
+
 def pricing(
     spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, str], outputs: Mapping[str, str]
 ) -> None:

@@ -74,6 +74,10 @@ def collect(
     tested = episodes.filter(pl.col("tier") != VALIDATION_TIER)
     write_artifact(frame, outputs["runs"], spec)
     write_artifact(tested.select("run_key", "seed", "task_id", "tier", "success"), outputs["episodes"], spec)
+    if "curves" in inputs:  # learning curves on V (``learning_curves.points``), each row with its run's point
+        curves = pl.concat([read_artifact(path, "train") for path in inputs["curves"]])
+        points = frame.select("run_key", "point_key")
+        write_artifact(points.join(curves, on="run_key", how="inner"), outputs["learning_curves"], spec)
     log.info("collect: %d runs, %d failed", frame.height, int((frame["status"] != "ok").sum()))
 
 

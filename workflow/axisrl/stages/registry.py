@@ -151,6 +151,9 @@ def _train(read: Mapping[str, Any], design: Design, seeds: Sequence[int]) -> dic
         start = design.start(train["init"])
         if start != "random":  # absent for random init, so those keys are the keys of the study before bases
             settings["init"] = start
+        points = read["learning_curves"]["points"]
+        if points:  # absent without curves, so those keys are the keys of the study before curves
+            settings["curve_points"] = points
     else:
         settings["llm"] = train["llm"]
         if "resources" in read:  # speed only: in the job's settings, never in its key
@@ -260,7 +263,7 @@ STAGES: dict[str, Stage] = {
         Stage("plan", reads=("domain", "study"), upstream=(), run="collect:plan"),
         Stage(
             "train",
-            reads=("domain", "train", "evaluate", "sources", "resources"),
+            reads=("domain", "train", "evaluate", "sources", "resources", "learning_curves.points"),
             upstream=("dedup", "dedup_sources", "pretrain"),
             run={"tiny": "train:train", "verl": "gpu:train_verl"},
             derive=_train,
@@ -268,7 +271,7 @@ STAGES: dict[str, Stage] = {
             "verl one job per seed); `train` options the design does not read are left out, and so are `evaluate` "
             "options but `backend` and `seed` with the tiny backend; `sources` and `dedup_sources` for a mixture "
             "design only; `pretrain` (the base of the point's width and strength) and `init` unless it starts "
-            "from random weights; `resources` is speed only",
+            "from random weights; `learning_curves.points` only when curves are on (tiny); `resources` is speed only",
         ),
         Stage(
             "evaluate",
@@ -298,6 +301,14 @@ STAGES: dict[str, Stage] = {
             "study (its second wave follows from that key)",
         ),
         Stage("laws", reads=("laws",), upstream=("collect",), run="analysis:laws"),
+        Stage(
+            "curve_fits",
+            reads=("learning_curves.n_boot", "learning_curves.seed"),
+            upstream=("collect",),
+            run="analysis:curve_fits",
+            derive=lambda read: read["learning_curves"],
+            note="only when `learning_curves.points` is above 0: the saturating fits of the runs' curves on V",
+        ),
         Stage(
             "pricing",
             reads=("pricing", "study", "sources.methods.*.unit_cost"),
@@ -404,7 +415,7 @@ def study(config: Mapping[str, Any], schema: Mapping[str, Any]) -> Study:
         first_wave = tuple(swept)
         keyed("allocate", train=_digest(points[job] for job in first_wave))
     keyed("collect", train=_digest(points.values()))
-    for name in ("laws", "pricing", "recipe", "validate", "catalog"):
+    for name in ("laws", "curve_fits", "pricing", "recipe", "validate", "catalog"):
         keyed(name)
     return Study(specs, points, hashed, first_wave)
 

@@ -18,6 +18,7 @@ from axisrl.config import StageSpec
 from axisrl.diagnostics import run_diagnostics
 from axisrl.stages.collect import base_success
 from axisrl.stages.dedup import heldout
+from axisrl.stages.learning_curves import curve_updates, curves
 from axisrl.threads import limit_threads
 
 log = logging.getLogger("axisrl")
@@ -26,7 +27,15 @@ log = logging.getLogger("axisrl")
 def train(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, str], outputs: Mapping[str, str]) -> None:
     """Train every seed of one grid point and evaluate each on the held-out pool."""
     limit_threads(1)
-    from axisrl.backends.tiny import TrainSettings, checkpoint, evaluate_seeds, policy_of, save_checkpoints, train_seeds
+    from axisrl.backends.tiny import (
+        HeldoutStarts,
+        TrainSettings,
+        checkpoint,
+        evaluate_seeds,
+        policy_of,
+        save_checkpoints,
+        train_seeds,
+    )
     from axisrl.datasets import select_training_data
 
     design = settings["design"]
@@ -50,6 +59,8 @@ def train(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, str
     effective = effective_d_task(tasks)
     seeds, run_keys = settings["seeds"], settings["run_keys"]
     init, base = starting_point(settings, inputs)
+    curve_points = settings.get("curve_points", 0)
+    snapshots = curve_updates(backend.updates, curve_points) if curve_points else ()
     log.info("train %s seeds %s in lockstep: %d envs, %d tasks", run_keys, seeds, envs.height, tasks.height)
     results = train_seeds(
         envs.to_dicts(),
@@ -59,6 +70,7 @@ def train(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, str
         synthetic=synthetic,
         progress=lambda seed, row: log.info("seed %d update %d reward %.3f", seed, row["update"], row["reward_mean"]),
         init=init,
+        snapshots=snapshots,
         domain=settings["domain"],
     )
     metrics, runs, checkpoints = [], [], {}
@@ -87,16 +99,35 @@ def train(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, str
         )
         checkpoints[seed] = checkpoint(result)
     started = time.process_time()
+    evaluate_seed = settings["evaluate"]["seed"]
+    starts = HeldoutStarts(heldout_envs, heldout_tasks, evaluate_seed, backend.leak_primitive_role, settings["domain"])
     evaluated = evaluate_seeds(
         [policy_of(checkpoints[seed]) for seed in seeds],
         heldout_envs,
         heldout_tasks,
-        settings["evaluate"]["seed"],
+        evaluate_seed,
+        starts,
         domain=settings["domain"],
     )
     per_episode = (time.process_time() - started) / max(1, sum(map(len, evaluated)))
     for row in runs:  # measured like the cost drivers: what the planner prices a larger held-out pool at
         row["heldout_seconds_per_episode"] = per_episode
+    if curve_points:
+        frame, seconds = curves(
+            results,
+            run_keys,
+            seeds,
+            evaluated,
+            starts,
+            heldout_envs,
+            heldout_tasks,
+            evaluate_seed,
+            base.get("p_V_base"),
+            settings["domain"],
+        )
+        for row in runs:  # the curves' evaluations, kept apart from the run's compute like the held-out pool's
+            row["curve_seconds"] = seconds / len(runs)
+        write_artifact(frame, outputs["curves"], spec)
     episodes = []
     for seed, run, rows in zip(seeds, run_keys, evaluated):
         episodes += [{"run_key": run, "seed": seed, **row} for row in rows]

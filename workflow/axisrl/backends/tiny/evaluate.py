@@ -55,6 +55,15 @@ class HeldoutStarts:
                 for task, episode_seed in zip(tasks, _episode_seeds(tasks, seed))
             ]
 
+    def subset(self, keep: Sequence[int]) -> HeldoutStarts:
+        """The starts of the tasks at positions ``keep`` alone (one tier's, say), each with the episode
+        seed it has in the whole pool, so a policy scored on them plays what it plays there."""
+        part = object.__new__(HeldoutStarts)
+        seed, leak_primitive_role, task_ids, domain = self.made_for
+        part.made_for = (seed, leak_primitive_role, [task_ids[k] for k in keep], domain)
+        part.episodes = [self.episodes[k] for k in keep]
+        return part
+
     def fork(self, start: int, stop: int) -> list[Episode]:
         return [Episode(episode.task, episode.node.fork()) for episode in self.episodes[start:stop]]
 
