@@ -183,3 +183,14 @@ def test_packaged_embeddings_are_deterministic(packaged_embeddings: tuple[list[s
     texts, embeddings = packaged_embeddings
     np.testing.assert_array_equal(embed_texts(texts, PACKAGED_MODEL, batch_size=2), embeddings)
     assert embed_texts([], PACKAGED_MODEL).shape == (0, 384)
+
+
+@pytest.mark.parametrize("domain", ["toolworld", "webworld", "repoworld"])
+def test_an_empty_pool_gets_its_signature_columns_empty(domain: str) -> None:
+    """``synthesize.placebo_contents: 0`` makes an empty placebo pool, which dedup signs like any other."""
+    import polars as pl
+
+    from axisrl.stages.pools import ENV_COLUMNS
+
+    frame = dedup.env_signatures(pl.DataFrame(schema=ENV_COLUMNS), domain)
+    assert frame.is_empty() and {*dedup.ENV_SIGNATURES, "env_s1", "distinct_s1", "level"} <= set(frame.columns)

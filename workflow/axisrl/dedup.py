@@ -262,6 +262,9 @@ def mean_pairwise_jaccard_distance(sets: Sequence[frozenset[str]]) -> float:
     return 1.0 - similarity_sum / (n * (n - 1) / 2)
 
 
+ENV_SIGNATURES = ("sig_api", "sig_schema", "sig_sem", "sig_ver", "skin")
+"""What every domain's ``signatures`` gives an environment (an empty pool gets these columns, empty)."""
+
 ENV_LEVELS = ("s3", "s2", "s1")
 """Environment identity levels, coarse to fine: API set / + state schema / + transition semantics."""
 
@@ -279,7 +282,8 @@ def env_signatures(envs: pl.DataFrame, domain: str = "toolworld") -> pl.DataFram
     before it: a new API set (S3), a new schema under a seen API set (S2), or new semantics only (S1).
     """
     signatures = domains.load(domain).signatures
-    sigs = pl.DataFrame([signatures(json.loads(s)) for s in envs["spec"]])
+    rows = [signatures(json.loads(s)) for s in envs["spec"]]
+    sigs = pl.DataFrame(rows) if rows else pl.DataFrame(schema=dict.fromkeys(ENV_SIGNATURES, pl.String))
     frame = pl.concat([envs, sigs], how="horizontal").with_columns(
         env_s3=pl.col("sig_api"),
         env_s2=pl.struct("sig_api", "sig_schema").map_elements(
