@@ -262,7 +262,7 @@ STUDY_READS = (
 
 def curves_on(config: Mapping[str, Any]) -> bool:
     """Whether a study draws learning curves: ``learning_curves.points`` above 0, with the tiny backend
-    (a verl run's validation log is its own)."""
+    (a verl run counts no FLOPs, so it has no curve against the compute it spent)."""
     return config["learning_curves"]["points"] > 0 and config["train"]["backend"] == "tiny"
 
 
