@@ -266,3 +266,27 @@ def test_the_power_table_prints_residues_as_0():
     )
     assert compact_table("power", power).row(0) == ("trend", "d_env", "0.0412", "0", "0.0634", "1", "1")
     assert number(1.1102230246251565e-16) == "0"
+
+
+def test_the_curve_tables_show_an_interval_or_the_reason_there_is_none():
+    from axisrl.laws.curve_laws import ASYMPTOTE_LAW_SCHEMA
+
+    laws = pl.DataFrame(
+        [
+            {"axis": "d_env", "status": "ok", "n_points": 4, "n_identified": 4, "alpha_final": 0.1}
+            | {"alpha_final_lo": 0.0, "alpha_final_hi": 0.2, "alpha_A": 0.3, "alpha_A_lo": 0.1, "alpha_A_hi": 0.5}
+            | {"C_mid_reason": "2 of 4 points' curves identify C_mid; a law needs 3"},
+            {"axis": "d_task", "status": "not_identified", "n_points": 3, "n_identified": 1}
+            | {"reason": "1 of 3 points' curves identify A; a law needs 3"},
+        ],
+        schema=ASYMPTOTE_LAW_SCHEMA,
+    )
+    rows = compact_table("table2_asymptote", laws).rows()
+    assert rows[0] == (
+        "d_env",
+        "4 of 4",
+        "0.1 [0, 0.2]",
+        "0.3 [0.1, 0.5]",
+        "2 of 4 points' curves identify C_mid; a law needs 3",
+    )
+    assert rows[1][3] == rows[1][4] == "1 of 3 points' curves identify A; a law needs 3" and rows[1][2] == "-"

@@ -368,6 +368,47 @@ DEDUP = fits_by_setting(
     {"r_squared": "R^2"},
 )
 
+
+def _asymptote_laws(frame: pl.DataFrame) -> list[dict[str, str]]:
+    """Table 2, asymptote: per axis the exponent of final V success beside those of A and C_mid, each
+    with its interval, or the reason the points' curves give none."""
+
+    def law(row: dict[str, Any], name: str, reason: str | None) -> str:
+        if row[name] is None:
+            return number(reason) if reason else MISSING
+        return interval(row[name], row[f"{name}_lo"], row[f"{name}_hi"], SUCCESS_SCALE)
+
+    return [
+        {
+            "axis": row["axis"],
+            "points whose curves identify A": f"{row['n_identified']} of {row['n_points']}",
+            "alpha, final V success": law(row, "alpha_final", None),
+            "alpha_A, asymptote": law(row, "alpha_A", row["reason"]),
+            "beta_C_mid, midpoint": law(row, "beta_C_mid", row["C_mid_reason"] or row["reason"]),
+        }
+        for row in frame.to_dicts()
+    ]
+
+
+def _extrapolation(frame: pl.DataFrame) -> list[dict[str, str]]:
+    """The extrapolation check by design point, then its summary rows (each run's row is in the CSV)."""
+    rows = []
+    for row in frame.filter(pl.col("unit") != "run").to_dicts():
+        summary = row["unit"].startswith("all ")
+        predicted = interval(row["predicted"], row["lo"], row["hi"], SUCCESS_SCALE)
+        rows.append(
+            {
+                "design point": row["unit"] if summary else row["key"],
+                "fit on the first half": f"{row['n_predicted']} predicted" if summary else row["status"],
+                "last point on V": MISSING if summary else number(row["observed"], SUCCESS_SCALE),
+                "predicted [95 %]": MISSING if summary else predicted,
+                "error (all: mean absolute)": number(row["mean_abs_error" if summary else "error"], SUCCESS_SCALE),
+                "covered (all: share)": number(row["coverage"]) if summary else number(row["covered"]),
+            }
+        )
+    return rows
+
+
 VIEWS: dict[str, View] = {
     "axis_fits": AXIS_FITS,
     "table2": fits_by_setting({"width": "width N", "algo": "algorithm", "reward_density": "reward density"}),
@@ -417,6 +458,14 @@ VIEWS: dict[str, View] = {
     "table19": recipe_exponents("cost_model", "cost model"),
     "table20": View(("domain", "axis", "slope", "slope_lo", "slope_hi", "identified"), _recipe_domains),
     "table21": recipe_exponents("perturbation", "perturbation"),
+    "table2_asymptote": View(
+        ("axis", "n_identified", "n_points", "alpha_final", "alpha_A", "beta_C_mid", "reason", "C_mid_reason"),
+        _asymptote_laws,
+    ),
+    "table_extrapolation": View(
+        ("unit", "key", "status", "observed", "predicted", "lo", "hi", "error", "covered", "coverage"),
+        _extrapolation,
+    ),
     "trends": TRENDS,
     "power": renamed(
         {
