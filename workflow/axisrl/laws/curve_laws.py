@@ -24,7 +24,7 @@ import polars as pl
 
 from axisrl.laws.curve_extrapolation import extrapolation_table
 from axisrl.laws.curves import LEVEL, fit_points, fit_runs
-from axisrl.laws.data import AXES, axis_sweep, infer_centre
+from axisrl.laws.data import AXES, TableError, axis_sweep, infer_centre, numbers, refuse
 from axisrl.laws.intervals import PointEstimates, linear_interval, pooled_log_loss, slope_coefficients
 
 MIN_LAW_POINTS = 3
@@ -195,6 +195,8 @@ def curve_study(
     return tables
 
 
+TABLE = "curves"
+"""What a refused user table is called in its error (``TableError``)."""
 USER_COLUMNS = ("run", "design", "seed", "compute", "success")
 OPTIONAL_COLUMNS = ("n", "r0", *AXES)
 _SAYS = f"a curves table has one row per evaluation: {', '.join(USER_COLUMNS)} (optional {', '.join(OPTIONAL_COLUMNS)})"
@@ -209,58 +211,28 @@ class UserCurves(NamedTuple):
     axes: pl.DataFrame | None
 
 
-def _refuse(rows: pl.DataFrame, column: str, bad: pl.Expr, problem: str) -> None:
-    """Raise naming ``column``, the first row (1-based) where ``bad`` holds and how many more."""
-    hit = rows.filter(bad.fill_null(False))
-    if hit.height:
-        first = hit.row(0, named=True)
-        more = f" (and {hit.height - 1} more rows)" if hit.height > 1 else ""
-        raise ValueError(f"column {column}, row {first['row']}: {problem.format(value=first[column])}{more}")
-
-
-def _number(rows: pl.DataFrame, column: str, low: float, high: float, whole: bool, nullable: bool) -> pl.DataFrame:
-    if not nullable:
-        _refuse(rows, column, pl.col(column).is_null(), "empty cell")
-    if not rows[column].dtype.is_numeric():
-        text = pl.col(column).cast(pl.Float64, strict=False).is_null() & pl.col(column).is_not_null()
-        _refuse(rows, column, text, "must be a number, got {value!r}")
-    rows = rows.with_columns(pl.col(column).cast(pl.Float64))
-    _refuse(rows, column, ~pl.col(column).is_finite(), "must be a finite number, got {value}")
-    if whole:
-        _refuse(rows, column, pl.col(column) != pl.col(column).round(), "must be a whole number, got {value:g}")
-    _refuse(
-        rows,
-        column,
-        (pl.col(column) < low) | (pl.col(column) > high),
-        f"must be at least {low:g}, got {{value:g}}"
-        if high == math.inf
-        else f"must be in [{low:g}, {high:g}], got {{value:g}}",
-    )
-    return rows
-
-
 def curves_from_table(table: pl.DataFrame) -> UserCurves:
-    """A user's curves table checked (a ``ValueError`` naming the column, row and problem) and mapped to
+    """A user's curves table checked (a ``TableError`` naming the column, row and problem) and mapped to
     the curve frame: ``run`` -> run_key, ``design`` -> point_key, ``success`` -> p_V, ``n`` -> n_V (null
     without it: the points weigh alike); ``r0`` (one per design) fixes R0; ``d_env, d_task, d_traj`` give
     the sweeps of the asymptote laws."""
     if table.height == 0:
-        raise ValueError(f"empty: no rows ({_SAYS})")
+        raise TableError(TABLE, f"empty: no rows ({_SAYS})")
     missing = [c for c in USER_COLUMNS if c not in table.columns]
     if missing:
-        raise ValueError(f"no column {', '.join(missing)}: {_SAYS}; got {', '.join(table.columns)}")
+        raise TableError(TABLE, f"no column {', '.join(missing)}: {_SAYS}; got {', '.join(table.columns)}")
     rows = table.with_row_index("row", offset=1).with_columns(pl.col("run", "design").cast(pl.String))
-    rows = _number(rows, "compute", 0.0, math.inf, whole=False, nullable=False)
-    rows = _number(rows, "success", 0.0, 1.0, whole=False, nullable=False)
-    rows = _number(rows, "seed", -math.inf, math.inf, whole=True, nullable=False)
+    rows = numbers(rows, "compute", 0.0, whole=False, table=TABLE)
+    rows = numbers(rows, "success", 0.0, whole=False, maximum=1.0, table=TABLE)
+    rows = numbers(rows, "seed", -math.inf, whole=True, table=TABLE)
     for column, low, high, whole in (("n", 1, math.inf, True), ("r0", 0, 1, False)):
         if column in rows.columns:
-            rows = _number(rows, column, low, high, whole, nullable=column == "r0")
+            rows = numbers(rows, column, low, whole, high, nullable=column == "r0", table=TABLE)
     amounts = [a for a in AXES if a in rows.columns]
     for axis in amounts:
-        rows = _number(rows, axis, 1, math.inf, whole=True, nullable=False)
-    _refuse(rows, "run", pl.col("run").is_null(), "empty cell")
-    _refuse(rows, "design", pl.col("design").is_null(), "empty cell")
+        rows = numbers(rows, axis, 1, whole=True, table=TABLE)
+    refuse(rows, "run", pl.col("run").is_null(), "empty cell", TABLE)
+    refuse(rows, "design", pl.col("design").is_null(), "empty cell", TABLE)
     _check_runs(rows)
     _one_per_design(rows, [c for c in ("r0", *amounts) if c in rows.columns])
     curves = rows.sort("run", "compute").select(
@@ -285,15 +257,16 @@ def _check_runs(rows: pl.DataFrame) -> None:
         first = repeated.row(0, named=True)
         rows_text = " and ".join(map(str, first["row"][:2]))
         where = f"run {first['run']!r}, compute {first['compute']:g}"
-        raise ValueError(f"rows {rows_text} are one evaluation ({where}): a run has one row per compute")
+        raise TableError(TABLE, f"rows {rows_text} are one evaluation ({where}): a run has one row per compute")
     counts = rows.group_by("run", maintain_order=True).agg(pl.len(), pl.col("design").n_unique(), pl.first("row"))
     short = counts.filter(pl.col("len") < 2)
     if short.height:
         first = short.row(0, named=True)
-        raise ValueError(f"run {first['run']!r} (row {first['row']}) has 1 point: a learning curve needs at least 2")
+        where = f"run {first['run']!r} (row {first['row']})"
+        raise TableError(TABLE, f"{where} has 1 point: a learning curve needs at least 2")
     mixed = counts.filter(pl.col("design") > 1)
     if mixed.height:
-        raise ValueError(f"run {mixed['run'][0]!r} is in several designs: a run belongs to one design")
+        raise TableError(TABLE, f"run {mixed['run'][0]!r} is in several designs: a run belongs to one design")
 
 
 def _one_per_design(rows: pl.DataFrame, columns: Sequence[str]) -> None:
@@ -302,4 +275,4 @@ def _one_per_design(rows: pl.DataFrame, columns: Sequence[str]) -> None:
         varying = rows.group_by("design").agg(pl.col(column).n_unique(), pl.first("row")).filter(pl.col(column) > 1)
         if varying.height:
             first = varying.row(0, named=True)
-            raise ValueError(f"design {first['design']!r} has several values of {column}: one per design")
+            raise TableError(TABLE, f"design {first['design']!r} has several values of {column}: one per design")

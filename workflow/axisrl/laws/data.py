@@ -7,6 +7,7 @@ grid points because three seeds alone give an unstable per-point variance.
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -56,30 +57,43 @@ def table_tiers(runs: pl.DataFrame) -> list[str]:
     return [t for t in (*TIERS, VALIDATION_TIER) if {f"p_{t}", f"n_{t}"} <= set(runs.columns)]
 
 
-def _refuse(rows: pl.DataFrame, column: str, bad: pl.Expr, problem: str) -> None:
-    """Raise naming ``column``, the first of ``rows`` where ``bad`` holds (its 1-based ``row`` in the
-    table) and how many more; ``problem`` is formatted with the cell's ``value`` and its ``run`` (the row)."""
+def refuse(rows: pl.DataFrame, column: str, bad: pl.Expr, problem: str, table: str = "runs") -> None:
+    """Raise a ``TableError`` of ``table`` naming ``column``, the first of ``rows`` where ``bad`` holds (its
+    1-based ``row`` in the table) and how many more; ``problem`` is formatted with the cell's ``value`` and
+    its ``run`` (the row)."""
     hit = rows.filter(bad.fill_null(False))
     if hit.height:
         run = hit.row(0, named=True)
         more = f" (and {hit.height - 1} more rows)" if hit.height > 1 else ""
         cell = problem.format(value=run[column], run=run)
-        raise TableError("runs", f"column {column}, row {run['row']}: {cell}{more}")
+        raise TableError(table, f"column {column}, row {run['row']}: {cell}{more}")
 
 
-def _numbers(rows: pl.DataFrame, column: str, minimum: float, whole: bool) -> pl.DataFrame:
-    """``rows`` with ``column`` as Float64, refusing cells that are empty, not numbers, NaN or
-    infinite, below ``minimum`` or (``whole``) not whole numbers."""
-    _refuse(rows, column, pl.col(column).is_null(), "empty cell")
+def numbers(
+    rows: pl.DataFrame,
+    column: str,
+    minimum: float,
+    whole: bool,
+    maximum: float = math.inf,
+    nullable: bool = False,
+    table: str = "runs",
+) -> pl.DataFrame:
+    """``rows`` with ``column`` as Float64, refusing cells that are empty (unless ``nullable``), not
+    numbers, NaN or infinite, outside [``minimum``, ``maximum``] or (``whole``) not whole numbers."""
+    if not nullable:
+        refuse(rows, column, pl.col(column).is_null(), "empty cell", table)
     if not rows[column].dtype.is_numeric():
-        _refuse(
-            rows, column, pl.col(column).cast(pl.Float64, strict=False).is_null(), "must be a number, got {value!r}"
-        )
+        text = pl.col(column).cast(pl.Float64, strict=False).is_null() & pl.col(column).is_not_null()
+        refuse(rows, column, text, "must be a number, got {value!r}", table)
     rows = rows.with_columns(pl.col(column).cast(pl.Float64))
-    _refuse(rows, column, ~pl.col(column).is_finite(), "must be a finite number, got {value}")
+    refuse(rows, column, ~pl.col(column).is_finite(), "must be a finite number, got {value}", table)
     if whole:
-        _refuse(rows, column, pl.col(column) != pl.col(column).round(), "must be a whole number, got {value:g}")
-    _refuse(rows, column, pl.col(column) < minimum, f"must be at least {minimum:g}, got {{value:g}}")
+        refuse(rows, column, pl.col(column) != pl.col(column).round(), "must be a whole number, got {value:g}", table)
+    if maximum == math.inf:
+        refuse(rows, column, pl.col(column) < minimum, f"must be at least {minimum:g}, got {{value:g}}", table)
+    else:
+        outside = (pl.col(column) < minimum) | (pl.col(column) > maximum)
+        refuse(rows, column, outside, f"must be in [{minimum:g}, {maximum:g}], got {{value:g}}", table)
     return rows
 
 
@@ -104,15 +118,15 @@ def check_runs(runs: pl.DataFrame, tier: str) -> None:
         measured = measured.filter(pl.col("status") == "ok")
     rows = measured
     for column in (c for c in AMOUNT_COLUMNS if c in rows.columns):
-        rows = _numbers(rows, column, 1, whole=True)
-    rows = _numbers(rows, trials, 1, whole=True)
+        rows = numbers(rows, column, 1, whole=True)
+    rows = numbers(rows, trials, 1, whole=True)
     if successes == "successes":
-        rows = _numbers(rows, successes, 0, whole=True)
+        rows = numbers(rows, successes, 0, whole=True)
         more = "must be at most its trials ({run[trials]:g}), got {value:g}"
-        _refuse(rows, successes, pl.col(successes) > pl.col(trials), more)
+        refuse(rows, successes, pl.col(successes) > pl.col(trials), more)
     else:
-        rows = _numbers(rows, successes, 0, whole=False)
-        _refuse(rows, successes, pl.col(successes) > 1, "a success rate must be at most 1, got {value:g}")
+        rows = numbers(rows, successes, 0, whole=False)
+        refuse(rows, successes, pl.col(successes) > 1, "a success rate must be at most 1, got {value:g}")
     _refuse_repeats(measured)
 
 
