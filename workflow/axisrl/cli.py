@@ -112,7 +112,7 @@ def _fit_curves(curves_path: str, out: str, n_boot: int, seed: int) -> None:
         frames = curve_study(user.curves, user.r0, user.axes, n_boot=n_boot, seed=seed)
     except (pl.exceptions.PolarsError, ValueError) as exc:
         raise ValueError(f"{curves_path}: {exc if isinstance(exc, ValueError) else first_line(exc)}") from None
-    from axisrl.report.compact import markdown
+    from axisrl.report.compact import compact_table, markdown
     from axisrl.report.curve_figure import curve_figure
 
     folder = _write_frames(frames, out)
@@ -124,8 +124,7 @@ def _fit_curves(curves_path: str, out: str, n_boot: int, seed: int) -> None:
     print(markdown(summary.select("unit", "n_predicted", "mean_abs_error", "coverage")))
     if "asymptote_laws" in frames:
         print("laws along the axes of the asymptote A and of C_mid (every column: asymptote_laws.csv):")
-        shown = ("axis", "status", "alpha_final", "alpha_A", "alpha_A_lo", "alpha_A_hi", "beta_C_mid")
-        print(markdown(frames["asymptote_laws"].select(shown)))
+        print(markdown(compact_table("table2_asymptote", frames["asymptote_laws"])))
     print(f"wrote {len(frames)} tables and fig_curves to {folder}")
 
 
