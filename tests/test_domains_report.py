@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from axisrl.report.domains import drivers_by_domain, exponents_by_domain, exponents_markdown
+from axisrl.report.domains import base_by_domain, drivers_by_domain, exponents_by_domain, exponents_markdown
 
 
 def _fits(alpha: float) -> pl.DataFrame:
@@ -52,3 +52,23 @@ def test_drivers_are_means_over_each_domains_finished_runs():
     runs = pl.DataFrame({"status": ["ok", "ok", "failed"], "horizon": [10.0, 20.0, 99.0], "p_T2": [0.1, 0.3, 0.0]})
     frame = drivers_by_domain({"repoworld": runs})
     assert frame.row(0, named=True) == {"domain": "repoworld", "n_runs": 2, "horizon": 15.0, "p_T2": 0.2}
+
+
+def test_rl_against_its_base_counts_each_domains_finished_runs_above_their_base():
+    webworld = pl.DataFrame(
+        {
+            "status": ["ok", "ok", "ok", "failed"],
+            "p_V": [0.125, 0.100, 0.113, 0.900],
+            "p_V_base": [0.113, 0.113, 0.113, 0.113],
+        }
+    )
+    from_random = pl.DataFrame(
+        {"status": ["ok"], "p_V": [0.2], "p_V_base": [None]}, schema_overrides={"p_V_base": pl.Float64}
+    )
+    frame = base_by_domain({"webworld": webworld, "toolworld": from_random})
+    row = frame.row(0, named=True)
+    assert row["domain"] == "webworld" and row["n_runs"] == 3
+    assert row["runs_above_base"] == 1  # a tie with the base is not above it; the failed run is not counted
+    assert abs(row["gain_V"] - (0.012 - 0.013 + 0.0) / 3) < 1e-12
+    assert abs(row["share_above_base"] - 1 / 3) < 1e-12
+    assert frame.row(1, named=True)["p_V_base"] is None and frame["n_runs"][1] == 1  # no base: nothing to compare

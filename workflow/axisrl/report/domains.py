@@ -74,6 +74,30 @@ def drivers_by_domain(runs: Mapping[str, pl.DataFrame]) -> pl.DataFrame:
     return pl.DataFrame(rows, infer_schema_length=None)
 
 
+def base_by_domain(runs: Mapping[str, pl.DataFrame]) -> pl.DataFrame:
+    """RL against its base across domains, one row per domain: over the runs that finished, their
+    base's success on V (``p_V_base``, the same weights on the same episodes), the runs' mean
+    ``p_V``, the mean paired gain and how many runs end above their base. A mean over every design
+    point, with no interval: the runs differ in design, so they are not draws of one quantity. Null
+    where the runs start from random weights (no base)."""
+    rows = []
+    for domain, frame in runs.items():
+        ok = frame.filter(pl.col("status") == "ok")
+        row: dict[str, object] = {"domain": domain, "n_runs": ok.height}
+        if "p_V_base" in ok.columns and ok.height and ok["p_V_base"].null_count() == 0:
+            gain = ok["p_V"] - ok["p_V_base"]
+            above = int((gain > 0).sum())
+            row |= {
+                "p_V_base": ok["p_V_base"].mean(),
+                "p_V": ok["p_V"].mean(),
+                "gain_V": gain.mean(),
+                "runs_above_base": above,
+                "share_above_base": above / ok.height,
+            }
+        rows.append(row)
+    return pl.DataFrame(rows, infer_schema_length=None)
+
+
 def _interval(value: float | None, lo: float | None, hi: float | None, scale: float | None = None) -> str:
     """``value [lo, hi]`` to 3 decimals (``fixed``: ``0`` where zero up to rounding at ``scale``)."""
     if value is None:

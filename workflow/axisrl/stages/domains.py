@@ -24,6 +24,8 @@ TITLES = {
     "and the ordering of the exponents, per domain",
     "table6": "Table 6 across domains: raw generator outputs to signature-distinct environments, per domain and split",
     "table18": "Table 18 across domains: measured cost drivers per domain (means over its finished runs)",
+    "table_base": "RL against its base across domains: the base's success on V, the runs' mean, the mean paired "
+    "gain and the runs that end above their base, over each domain's finished runs",
 }
 FIGURES = {"fig2": "Figure 2 across domains: per-axis scaling laws, a row of panels per domain"}
 
@@ -36,7 +38,7 @@ def input_name(domain: str, frame: str) -> str:
 def side_by_side(
     spec: StageSpec | None, settings: Mapping[str, Any], inputs: Mapping[str, str], outputs: Mapping[str, str]
 ) -> None:
-    """Tables 2, 6 and 18 and Figure 2 with a row per domain of ``settings["domains"]``."""
+    """Tables 2, 6 and 18, RL against its base and Figure 2 with a row per domain of ``settings["domains"]``."""
     from axisrl.report import domains as side
     from axisrl.report.figures import figure2_rows
     from axisrl.report.tables import write_markdown
@@ -47,11 +49,13 @@ def side_by_side(
         return {d: read_artifact(inputs[input_name(d, frame)], stage) for d in names}
 
     laws = {frame: frames(frame, stage) for frame, stage in FRAMES.items()}
+    runs = frames("runs", "collect")
     exponents = side.exponents_by_domain(laws["axis_fits"], laws["trends"], laws["ordering"])
     tables = {
         "table2": (exponents, side.exponents_markdown(exponents)),
         "table6": (side.pools_by_domain(laws["pool_stats"]),) * 2,
-        "table18": (side.drivers_by_domain(frames("runs", "collect")),) * 2,
+        "table18": (side.drivers_by_domain(runs),) * 2,
+        "table_base": (side.base_by_domain(runs),) * 2,
     }
     for name, (frame, shown) in tables.items():  # every column in the CSV, so each domain's row has the same ones
         write_markdown(shown, outputs[f"{name}_markdown"], TITLES[name])
