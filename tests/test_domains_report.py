@@ -57,9 +57,9 @@ def test_drivers_are_means_over_each_domains_finished_runs():
 def test_rl_against_its_base_counts_each_domains_finished_runs_above_their_base():
     webworld = pl.DataFrame(
         {
-            "status": ["ok", "ok", "ok", "failed"],
-            "p_V": [0.125, 0.100, 0.113, 0.900],
-            "p_V_base": [0.113, 0.113, 0.113, 0.113],
+            "status": ["ok", "ok", "ok", "ok", "failed"],
+            "p_V": [0.125, 0.100, 0.113, 0.300, 0.900],
+            "p_V_base": [0.113, 0.113, 0.113, None, 0.113],  # the fourth run starts from random weights
         }
     )
     from_random = pl.DataFrame(
@@ -67,8 +67,10 @@ def test_rl_against_its_base_counts_each_domains_finished_runs_above_their_base(
     )
     frame = base_by_domain({"webworld": webworld, "toolworld": from_random})
     row = frame.row(0, named=True)
-    assert row["domain"] == "webworld" and row["n_runs"] == 3
-    assert row["runs_above_base"] == 1  # a tie with the base is not above it; the failed run is not counted
+    assert row["domain"] == "webworld" and row["n_runs"] == 4 and row["n_from_base"] == 3
+    assert row["runs_above_base"] == 1  # a tie with the base is not above it; failed and random-init runs not counted
     assert abs(row["gain_V"] - (0.012 - 0.013 + 0.0) / 3) < 1e-12
+    assert abs(row["p_V"] - (0.125 + 0.100 + 0.113) / 3) < 1e-12
     assert abs(row["share_above_base"] - 1 / 3) < 1e-12
-    assert frame.row(1, named=True)["p_V_base"] is None and frame["n_runs"][1] == 1  # no base: nothing to compare
+    nothing = frame.row(1, named=True)
+    assert nothing["n_runs"] == 1 and nothing["n_from_base"] == 0 and nothing["p_V_base"] is None

@@ -75,24 +75,29 @@ def drivers_by_domain(runs: Mapping[str, pl.DataFrame]) -> pl.DataFrame:
 
 
 def base_by_domain(runs: Mapping[str, pl.DataFrame]) -> pl.DataFrame:
-    """RL against its base across domains, one row per domain: over the runs that finished, their
-    base's success on V (``p_V_base``, the same weights on the same episodes), the runs' mean
-    ``p_V``, the mean paired gain and how many runs end above their base. A mean over every design
-    point, with no interval: the runs differ in design, so they are not draws of one quantity. Null
-    where the runs start from random weights (no base)."""
+    """RL against its base across domains, one row per domain: of its finished runs, those that start
+    from a base (``n_from_base``; a family may train from random weights), their bases' mean success
+    on V (``p_V_base``, the same weights on the same episodes), their mean ``p_V``, the mean paired
+    gain and how many end above their base. A mean over every design point, with no interval: the
+    runs differ in design, so they are not draws of one quantity."""
     rows = []
     for domain, frame in runs.items():
         ok = frame.filter(pl.col("status") == "ok")
-        row: dict[str, object] = {"domain": domain, "n_runs": ok.height}
-        if "p_V_base" in ok.columns and ok.height and ok["p_V_base"].null_count() == 0:
-            gain = ok["p_V"] - ok["p_V_base"]
+        based = (
+            ok.filter(pl.col("p_V_base").is_not_null() & pl.col("p_V").is_not_null())
+            if "p_V_base" in ok
+            else ok.clear()
+        )
+        row: dict[str, object] = {"domain": domain, "n_runs": ok.height, "n_from_base": based.height}
+        if based.height:
+            gain = based["p_V"] - based["p_V_base"]
             above = int((gain > 0).sum())
             row |= {
-                "p_V_base": ok["p_V_base"].mean(),
-                "p_V": ok["p_V"].mean(),
+                "p_V_base": based["p_V_base"].mean(),
+                "p_V": based["p_V"].mean(),
                 "gain_V": gain.mean(),
                 "runs_above_base": above,
-                "share_above_base": above / ok.height,
+                "share_above_base": above / based.height,
             }
         rows.append(row)
     return pl.DataFrame(rows, infer_schema_length=None)
