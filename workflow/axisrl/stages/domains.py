@@ -24,8 +24,8 @@ TITLES = {
     "and the ordering of the exponents, per domain",
     "table6": "Table 6 across domains: raw generator outputs to signature-distinct environments, per domain and split",
     "table18": "Table 18 across domains: measured cost drivers per domain (means over its finished runs)",
-    "table_base": "RL against its base across domains: the base's success on V, the runs' mean, the mean paired "
-    "gain and the runs that end above their base, over each domain's finished runs",
+    "table_base": "RL against its base across domains: of each domain's finished runs that start from a base, "
+    "their bases' success on V, their mean, the mean paired gain and how many end above their base",
 }
 FIGURES = {"fig2": "Figure 2 across domains: per-axis scaling laws, a row of panels per domain"}
 
