@@ -55,12 +55,15 @@ def module_fixture_users(item: pytest.Item) -> bool:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """How pytest-xdist hands the tests out (``--dist loadgroup --no-loadscope-reorder``: README, Test).
-    A test that uses a module-scoped fixture (a pool, a trained policy, a browser) joins its module's group, so
-    the fixture is made once, on one worker, instead of once per worker; every other test goes out alone. Slow
-    groups come first (a trained module, the Slurm cluster, the verl venv: the longest units), then slow tests,
-    so that the long work starts early and the short unit tests fill the gaps at the end instead of one study
-    running alone on the last busy worker."""
+    """Every science check is marked slow too; then how pytest-xdist hands the tests out (``--dist loadgroup
+    --no-loadscope-reorder``: README, Test). A test that uses a module-scoped fixture (a pool, a trained policy, a
+    browser) joins its module's group, so the fixture is made once, on one worker, instead of once per worker;
+    every other test goes out alone. Slow groups come first (a trained module, the Slurm cluster, the verl venv:
+    the longest units), then slow tests, so that the long work starts early and the short unit tests fill the gaps
+    at the end instead of one study running alone on the last busy worker."""
+    for item in items:  # a science check is slow too, so that `-m "not slow"` (which replaces addopts' -m) skips it
+        if item.get_closest_marker("science") and not item.get_closest_marker("slow"):
+            item.add_marker(pytest.mark.slow)
     if not os.environ.get("PYTEST_XDIST_WORKER"):
         return
     for item in items:

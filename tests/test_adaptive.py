@@ -139,7 +139,7 @@ def test_two_stage_coverage_150_studies_is_neither_too_narrow_nor_too_wide():
     assert table.height == 9 and table["coverage"].is_between(0.85, 0.995).all(), table
 
 
-@pytest.mark.slow
+@pytest.mark.science
 def test_two_stage_coverage_800_studies_is_that_of_the_fixed_design():
     """Within [0.93, 0.97], or no wider than the fixed design's intervals on the same simulated
     studies: the seed-level intervals themselves sit at the band's top (0.964-0.975 for the slopes

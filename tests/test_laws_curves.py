@@ -124,7 +124,7 @@ def test_the_intervals_of_a_cover_the_truth_in_a_modest_calibration():
     assert widths.mean() < 0.45
 
 
-@pytest.mark.slow
+@pytest.mark.science
 def test_the_intervals_of_a_cover_within_the_acceptance_band():
     """100 studies (about 700 points): coverage of A's nominal 95 % interval in the issue's 90-97 %, plus
     the Monte Carlo error of this sample (SE about 0.008)."""

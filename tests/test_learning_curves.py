@@ -100,7 +100,8 @@ CURVED = "learning_curves: {points: 4}\n"
 def test_a_study_with_curves_fits_them_and_leaves_the_study_without_them_as_it_was(smoke_study, tmp_path):
     """Issue 51: the smoke study with curves on trains its points again (their keys hold the curves),
     every run's curve runs from its base's V success to its own, the curve_fits stage and its tables
-    and figure are made in the study's own folder, and the smoke study without curves has nothing to do."""
+    and figure are made in the study's own folder, and the smoke study without curves has nothing to do. On a copy of
+    the smoke study, whose runs it trains again with curves."""
     from test_workflow import study_dir
 
     from axisrl.targets import CURVE_FRAMES

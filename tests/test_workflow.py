@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 import polars as pl
 import pytest
@@ -169,7 +170,8 @@ WALL_TIME_SUFFIXES = ("_seconds_per_call", "_per_trajectory", "_seconds_per_epis
 def test_same_run_key_twice_gives_identical_metrics_and_parameters(smoke_study, smoke_upstream, tmp_path):
     """Training is deterministic per run key: a GRPO and a PPO grid point trained again from scratch
     in another folder (from the pools of the second upstream run), in fresh processes instead of the
-    warm server's children, give bit-identical metrics and parameter hashes."""
+    warm server's children, give bit-identical metrics and parameter hashes. Its own training, on a copy of the
+    upstream run: the claim is about a second training."""
     (collect_dir,) = (smoke_study / "results" / "collect").iterdir()
     runs = pl.read_parquet(collect_dir / "runs.parquet")
     again = copy_study(smoke_upstream, tmp_path)
@@ -196,6 +198,7 @@ def test_same_run_key_twice_gives_identical_metrics_and_parameters(smoke_study, 
 
 @pytest.mark.slow
 def test_corrupt_upstream_gives_one_error_line_and_no_partial_output(smoke_upstream, tmp_path):
+    """On a copy of the upstream run, since it breaks a file there."""
     workdir = copy_study(smoke_upstream, tmp_path)
     found = artifacts(workdir)
     envs = found["synthesize/envs"]
@@ -266,38 +269,12 @@ def test_table9_accounts_for_every_sweep_point(smoke_study):
 
 
 @pytest.mark.slow
-def test_killed_study_resumes_without_retraining_finished_runs(smoke_upstream, tmp_path):
-    workdir = copy_study(smoke_upstream, tmp_path / "study")
-    log = (tmp_path / "study.log").open("w")
-    study = subprocess.Popen(
-        [sys.executable, "-m", "snakemake", "--cores", "1", *SMOKE],
-        cwd=workdir,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    train_dir = workdir / "results" / "train"
-    deadline = time.monotonic() + 300
-    # One job at a time: once Snakemake reports a train job finished, its outputs are complete.
-    while "(Rule: train)" not in (tmp_path / "study.log").read_text() and time.monotonic() < deadline:
-        time.sleep(0.1)
-    finished = {path: path.stat().st_mtime_ns for path in train_dir.glob("*/*") if path.suffix in (".parquet", ".pt")}
-    os.killpg(study.pid, signal.SIGKILL)
-    study.wait()
-    assert finished, "no training run finished before the kill"
-    snakemake(workdir, "--unlock", *SMOKE)  # a killed Snakemake leaves its lock behind
-    snakemake(workdir, "--cores", "2", *SMOKE, "--rerun-incomplete")
-    assert all(path.stat().st_mtime_ns == mtime for path, mtime in finished.items())
-    (collect_dir,) = (workdir / "results" / "collect").iterdir()
-    assert pl.read_parquet(collect_dir / "runs.parquet")["status"].eq("ok").all()
-
-
-@pytest.mark.slow
 def test_a_study_across_domains_runs_each_as_its_own_and_sets_them_side_by_side(smoke_study, tmp_path):
     """``domains:`` runs the smoke study once per domain, each with the keys its own config has (the
     toolworld one is the plain smoke study, key for key): the learner acts through each domain's
     compact view and starts from a base cloned on that domain's pretraining pool. One job writes
-    Tables 2, 6 and 18 and Figure 2 with a row per domain."""
+    Tables 2, 6 and 18 and Figure 2 with a row per domain. Its own study: no other test runs the preset, and its
+    toolworld study is made again here so that the module's keys are seen to be the smoke study's."""
     workdir = copy_workflow(tmp_path)
     snakemake(workdir, "--cores", "2", *ACROSS_DOMAINS)
     named = ("toolworld", "webworld", "repoworld")
@@ -380,7 +357,8 @@ def test_without_mixtures_pricing_says_not_run(smoke_study):
 @pytest.mark.slow
 def test_mixtures_flow_from_sources_to_pricing_tables_and_figure4(smoke_upstream, tmp_path):
     """Synthetic sources carry their source through dedup and training; pricing writes a row per
-    source (saying why, where the smoke grid is too small for a fit) and Figure 4 is drawn."""
+    source (saying why, where the smoke grid is too small for a fit) and Figure 4 is drawn. Its own study (the
+    mixtures' sources and runs, which only this test reads), on a copy of the upstream pools."""
     from axisrl.targets import PRICING_FRAMES, PRICING_TABLES
 
     workdir = copy_study(smoke_upstream, tmp_path)  # the real pools are the smoke study's, key for key
@@ -410,6 +388,7 @@ def test_mixtures_flow_from_sources_to_pricing_tables_and_figure4(smoke_upstream
 
 @pytest.mark.slow
 def test_editing_a_script_shim_does_not_rerun_the_study(smoke_study, tmp_path):
+    """On a copy of the smoke study, since it edits a file of the workflow there (dry runs only)."""
     workdir = copy_study(smoke_study, tmp_path)
     script = workdir / "workflow" / "scripts" / "stage.py"
     script.write_text(script.read_text() + "# an edit that changes nothing\n")
@@ -449,7 +428,8 @@ def _files(folder: Path) -> dict[str, int]:
 def test_each_study_keeps_its_own_tables_and_figures(smoke_study, tmp_path):
     """Issue 48: studies run one after another in one folder never write each other's tables and
     figures (each has its own ``results/studies/<key>/``, named by the config files of its run), going
-    back to a study already run reruns nothing, and its report holds its own figures alone."""
+    back to a study already run reruns nothing, and its report holds its own figures alone. On a copy of the smoke
+    study, since it writes a second study's tables beside the first's."""
     workdir = copy_study(smoke_study, tmp_path)
     (workdir / "noted.yaml").write_text(NOTED)
     noted = (*SMOKE, "noted.yaml")
@@ -497,30 +477,74 @@ def _train_jobs_running(session: int) -> list[int]:
     return found
 
 
-@pytest.mark.slow
-def test_a_train_job_killed_from_outside_is_retried(smoke_upstream, tmp_path):
-    """What a node failure, an OOM kill or a preemption does: the job dies without a word; the
-    profile's ``retries`` resubmit it and the study finishes with every run trained."""
+class Interrupted(NamedTuple):
+    """A study trained to ``collect`` through two interruptions (``interrupted``): ``finished``, the train
+    outputs complete when the first Snakemake was killed, with their times; ``victims``, the train job processes
+    killed from outside in the second; ``log``, what the second logged; ``workdir``, the study."""
+
+    workdir: Path
+    finished: dict[Path, int]
+    victims: list[int]
+    log: str
+
+
+@pytest.fixture(scope="module")
+def interrupted(smoke_upstream, tmp_path_factory) -> Interrupted:
+    """The smoke study's pools trained to ``collect`` as a cluster interrupts a study: Snakemake itself killed once a
+    train job has finished, then resumed with ``--rerun-incomplete`` and the profile's retries, and in the resumed
+    run a train job killed from outside (what a node failure, an OOM kill or a preemption does: it dies without a
+    word). One study for both tests below, which only read it: a study each would train the smoke runs twice."""
+    tmp_path = tmp_path_factory.mktemp("interrupted")
     workdir = copy_study(smoke_upstream, tmp_path / "study")
-    log_path = tmp_path / "study.log"
+    first_log = tmp_path / "first.log"
     study = subprocess.Popen(
-        [sys.executable, "-m", "snakemake", "collect", "--cores", "1", "--retries", "1", *SMOKE],
+        [sys.executable, "-m", "snakemake", "collect", "--cores", "1", *SMOKE],
         cwd=workdir,
-        stdout=log_path.open("w"),
+        stdout=first_log.open("w"),
         stderr=subprocess.STDOUT,
         start_new_session=True,
+    )
+    train_dir = workdir / "results" / "train"
+    deadline = time.monotonic() + 300
+    # One job at a time: once Snakemake reports a train job finished, its outputs are complete.
+    while "(Rule: train)" not in first_log.read_text() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    finished = {path: path.stat().st_mtime_ns for path in train_dir.glob("*/*") if path.suffix in (".parquet", ".pt")}
+    os.killpg(study.pid, signal.SIGKILL)
+    study.wait()
+    snakemake(workdir, "--unlock", *SMOKE)  # a killed Snakemake leaves its lock behind
+
+    log_path = tmp_path / "resumed.log"
+    resumed = [sys.executable, "-m", "snakemake", "collect", "--cores", "1", "--retries", "1", "--rerun-incomplete"]
+    study = subprocess.Popen(
+        [*resumed, *SMOKE], cwd=workdir, stdout=log_path.open("w"), stderr=subprocess.STDOUT, start_new_session=True
     )
     deadline = time.monotonic() + 300
     victims: list[int] = []
     while not victims and study.poll() is None and time.monotonic() < deadline:
         victims = _train_jobs_running(study.pid)
         time.sleep(0.05)
-    assert victims, "no train job seen running"
     for pid in victims:
         os.kill(pid, signal.SIGKILL)
     assert study.wait(timeout=600) == 0, log_path.read_text()
-    assert "Trying to restart job" in log_path.read_text()
-    (collect_dir,) = (workdir / "results" / "collect").iterdir()
+    return Interrupted(workdir, finished, victims, log_path.read_text())
+
+
+@pytest.mark.slow
+def test_killed_study_resumes_without_retraining_finished_runs(interrupted: Interrupted):
+    assert interrupted.finished, "no training run finished before the kill"
+    assert all(path.stat().st_mtime_ns == mtime for path, mtime in interrupted.finished.items())
+    (collect_dir,) = (interrupted.workdir / "results" / "collect").iterdir()
+    assert pl.read_parquet(collect_dir / "runs.parquet")["status"].eq("ok").all()
+
+
+@pytest.mark.slow
+def test_a_train_job_killed_from_outside_is_retried(interrupted: Interrupted):
+    """The job dies without a word; the profile's ``retries`` resubmit it and the study finishes with every run
+    trained."""
+    assert interrupted.victims, "no train job seen running"
+    assert "Trying to restart job" in interrupted.log
+    (collect_dir,) = (interrupted.workdir / "results" / "collect").iterdir()
     assert pl.read_parquet(collect_dir / "runs.parquet")["status"].eq("ok").all()
 
 
@@ -529,6 +553,8 @@ RECIPE = ("--configfile", "config/studies/smoke.yaml", "config/studies/smoke-rec
 
 @pytest.mark.slow
 def test_recipe_preregisters_trains_and_validates_its_strategies(smoke_upstream, tmp_path):
+    """Its own study (the recipe overlay's strategy runs, which only this test reads), on a copy of the upstream
+    pools."""
     workdir = copy_study(smoke_upstream, tmp_path)  # the pools are the smoke study's, key for key
     snakemake(workdir, "--cores", "2", *RECIPE)
     (recipe_dir,) = (workdir / "results" / "recipe").iterdir()
@@ -577,6 +603,8 @@ def _train_outputs(workdir: Path) -> dict[Path, int]:
 
 @pytest.mark.slow
 def test_an_adaptive_study_places_a_second_wave_and_a_larger_budget_only_adds_runs(smoke_upstream, tmp_path):
+    """Its own study (the adaptive overlay's two waves, which only this test reads), on a copy of the upstream
+    pools."""
     workdir = copy_study(smoke_upstream, tmp_path)  # the pools are the smoke study's, key for key
     snakemake(workdir, "--cores", "2", *ADAPTIVE)
     (allocate_dir,) = (workdir / "results" / "allocate").iterdir()
