@@ -133,6 +133,9 @@ def coverage(n_studies: int, first_seed: int, budget_share: float = 1.0) -> pl.D
 
 
 def test_two_stage_coverage_150_studies_is_neither_too_narrow_nor_too_wide():
+    """The mechanism of the 800-study science check below: every quantity's intervals over two-stage studies cover
+    85-99.5 % of the time. Catches a second wave that leaves an interval far too narrow for its unbalanced seeds
+    (a half-width interval covers about 70 %) or one far too wide (a 3.5 times wider one covers nearly always)."""
     table = coverage(150, first_seed=70_000)
     with pl.Config(tbl_rows=-1):
         print(table)
