@@ -18,6 +18,6 @@ for subset in ${SUBSETS:-fast full science}; do
     status=0
     /usr/bin/time -o "$log.time" -f '%e s wall, %M KB peak RSS of the pytest process' \
         pytest -p no:cacheprovider -q "${marker[@]}" "$@" >"$log" 2>&1 || status=$?
-    echo "$subset: $(cat "$log.time"), exit $status: $(grep -E '^=+ .*(passed|failed)' "$log" | tail -n 1 | tr -d '=')"
+    echo "$subset: $(cat "$log.time"), exit $status: $(grep -E '[0-9]+ (passed|failed)' "$log" | tail -n 1 | tr -d '=')"
     rm -f "$log" "$log.time"
 done
