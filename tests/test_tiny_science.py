@@ -95,7 +95,7 @@ def config() -> dict:
     return load_config(DEFAULT_CONFIG, schema_path=SCHEMA_PATH)
 
 
-class Pool(NamedTuple):
+class SweepPool(NamedTuple):
     """The default study's pool as the d_env sweep reads it: its environments signed, its tasks (every one
     kept), the T2 tasks and, per T2 task, the primitive its skeleton calls first."""
 
@@ -107,13 +107,13 @@ class Pool(NamedTuple):
 
 
 @pytest.fixture(scope="module")
-def pool(config) -> Pool:
+def pool(config) -> SweepPool:
     pool = tw.generate_pool(config["synthesize"])
     envs = env_signatures(pl.DataFrame(pool.envs, schema={k: ENV_COLUMNS[k] for k in pool.envs[0]}))
     tasks = pl.DataFrame(pool.tasks, infer_schema_length=None).with_columns(keep=pl.lit(True))
     heldout = [t for t in pool.heldout_tasks if t["tier"] == "T2"]
     intended = {task["task_id"]: task["skeleton"].split(">")[0] for task in heldout}
-    return Pool(pool, envs, tasks, heldout, intended)
+    return SweepPool(pool, envs, tasks, heldout, intended)
 
 
 def sweep_design(config: dict, d_env: int) -> dict:
@@ -135,13 +135,13 @@ def sweep_settings(config: dict, d_env: int, leak: bool = False) -> tiny.TrainSe
     return tiny.TrainSettings.from_dict({**settings, "leak_primitive_role": leak})
 
 
-def evaluate(pool: Pool, config: dict, policies: list[tiny.ToolPointer]) -> list[list[dict]]:
+def evaluate(pool: SweepPool, config: dict, policies: list[tiny.ToolPointer]) -> list[list[dict]]:
     """Each policy's T2 episodes, with the study's evaluation seed and each first call's primitive named."""
     seed = config["evaluate"]["seed"]
     return tiny.evaluate_seeds(policies, pool.pool.heldout_envs, pool.heldout, seed=seed, first_primitive=True)
 
 
-def t2_row(pool: Pool, policy: str, d_env: int | None, seed: int | None, episodes: list[dict]) -> dict:
+def t2_row(pool: SweepPool, policy: str, d_env: int | None, seed: int | None, episodes: list[dict]) -> dict:
     """One policy's row of the ``study`` frame (``success`` is added over the frame)."""
     named = "first_primitive" in episodes[0]  # the baselines' records do not name it
     t2 = [e for e in episodes if e["tier"] == "T2"]
@@ -156,7 +156,7 @@ def t2_row(pool: Pool, policy: str, d_env: int | None, seed: int | None, episode
     }
 
 
-def baseline(pool: Pool, config: dict, kind: str) -> dict:
+def baseline(pool: SweepPool, config: dict, kind: str) -> dict:
     """The ``random`` or ``memoriser`` baseline's T2 row."""
     p = pool.pool
     episodes = tiny.baseline_episodes(kind, p.envs, p.tasks, p.heldout_envs, pool.heldout, config["evaluate"]["seed"])
@@ -319,8 +319,9 @@ def test_the_equivalence_check_tells_equal_settings_from_ones_half_a_spread_apar
     above the margin, and 6 seeds are too few to call the same means the same. Catches a test at the wrong level, on
     one side only, or blind to how many seeds it has."""
     rng = np.random.default_rng(0)
-    a = rng.normal(0.68, 0.2, 48)
-    same, shifted = a + rng.normal(0, 0.2, 48), a - 0.3 + rng.normal(0, 0.2, 48)
+    a, spread = rng.normal(0.68, 0.2, 48), rng.normal(0, 0.28, 48)
+    same = a + spread - spread.mean()  # the same mean, the differences spread as measured
+    shifted = same - 0.3
     assert equivalent(a, same, FIRST_CALL_MARGIN)
     assert not equivalent(a, shifted, FIRST_CALL_MARGIN) and paired_interval(a, shifted)[0] > FIRST_CALL_MARGIN
     assert not equivalent(a[:6], same[:6], FIRST_CALL_MARGIN)  # 6 seeds cannot show the same means the same
