@@ -1,0 +1,117 @@
+"""The environment axis alone: toolworld's d_env sweep and its slope per doubling on the validation tier V.
+
+Run: python bench/bench_env_axis.py [--grid 1,2,4,8,16,32,64] [--seeds 4] [--set SECTION.KEY=VALUE ...]
+[--control SECTION.KEY=VALUE ...] [--workdir DIR]
+(2 cores, nothing else running; record in bench/README.md)
+
+The default config, planned with its d_env sweep alone (``axis_sweeps.axes: [d_env]`` on ``--grid``, the
+other axes at the centre, ``--seeds`` seeds at each point, the centre's d_task at least the largest d_env)
+and with ``--set`` over it, is run through the workflow to ``collect``; the script prints each point's mean V
+success and the fitted trend of V success on ``log2 d_env`` with its 95 % interval (``laws.success_trends``,
+runs as replicates: the Figure 2 trend, read on V, never on T2). With ``--control``, the same sweep again with
+those settings over ``--set``: the pool whose worlds share what the first one's tell apart (issue 59), printed
+beside it. A ``--workdir`` kept between calls reuses what the two have in common.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import polars as pl
+import yaml
+
+from axisrl.config import load_config, load_yaml
+from axisrl.laws import success_trends
+from axisrl.stages import study
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_GRID = (1, 2, 4, 8, 16, 32, 64)
+"""Seven log-spaced points spanning 64x (issue 59 asks for at least five spanning at least 64x); the default pool
+has 83 signature-distinct environments."""
+
+
+def sweep_overlay(grid: list[int], seeds: int, settings: list[str]) -> dict:
+    """The default config with the d_env sweep alone on ``grid`` and ``seeds`` seeds a point (the first half
+    in one train job, the rest in the sweep's extra seeds, as the study splits them), the centre's d_task raised
+    to the grid's largest d_env where it is smaller (each environment needs a task), then ``settings``."""
+    schema = load_yaml(ROOT / "config" / "schema.yaml")
+    centre = load_config(ROOT / "config" / "config.yaml", schema_path=ROOT / "config" / "schema.yaml")["study"][
+        "centre"
+    ]
+    families = schema["properties"]["study"]["properties"]["families"]["properties"]
+    sweeps = {"enabled": True, "axes": ["d_env"], "extra_seeds": list(range(seeds // 2, seeds))}
+    overlay = {
+        "study": {
+            "seeds": list(range(seeds // 2)),
+            "grids": {"d_env": grid},
+            "centre": {"d_task": max(centre["d_task"], max(grid))},
+            "families": {name: sweeps if name == "axis_sweeps" else {"enabled": False} for name in families},
+        },
+        "recipe": {"enabled": False},
+    }
+    for text in settings:
+        path, _, value = text.partition("=")
+        *sections, key = path.split(".")
+        node = overlay
+        for section in sections:
+            node = node.setdefault(section, {})
+        node[key] = yaml.safe_load(value)
+    return overlay
+
+
+def sweep(workdir: Path, name: str, overlay: dict) -> pl.DataFrame:
+    """Run the sweep ``overlay`` plans in ``workdir`` (written there as ``<name>.yaml``) to its collected runs."""
+    path = workdir / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(overlay))
+    schema_path = ROOT / "config" / "schema.yaml"
+    config = load_config(ROOT / "config" / "config.yaml", path, schema_path=schema_path)
+    collect = study(config, load_yaml(schema_path)).specs["collect"].key
+    started = time.time()
+    subprocess.run(
+        ["snakemake", "collect", "-s", str(ROOT / "Snakefile"), "--cores", "2", "--configfile", str(path)],
+        cwd=workdir,
+        check=True,
+    )
+    print(f"{name}: the sweep took {time.time() - started:.0f} s", file=sys.stderr)
+    return pl.read_parquet(workdir / "results" / "collect" / collect / "runs.parquet")
+
+
+def report(name: str, runs: pl.DataFrame) -> None:
+    """Each point's mean V success and the trend per doubling of d_env with its interval."""
+    ok = runs.filter(pl.col("status") == "ok")
+    points = ok.group_by("d_env").agg(pl.col("p_V").mean().round(3), n=pl.len()).sort("d_env")
+    means = ", ".join(f"{row['d_env']}: {row['p_V']:.3f} ({row['n']})" for row in points.iter_rows(named=True))
+    (trend,) = success_trends(ok, ["d_env"], tier="V").iter_rows(named=True)
+    print(f"{name}: {ok.height} of {runs.height} runs ok; V success by d_env (runs): {means}")
+    print(
+        f"  slope per doubling of d_env on V: {trend['slope']:+.4f} [{trend['slope_lo']:+.4f}, "
+        f"{trend['slope_hi']:+.4f}] (95 %), p {trend['p_value']:.3g}"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--grid", default=",".join(map(str, DEFAULT_GRID)), help="d_env points, comma-separated")
+    parser.add_argument("--seeds", type=int, default=4)
+    parser.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE", help="the miniature's")
+    parser.add_argument("--control", action="append", default=[], metavar="SECTION.KEY=VALUE", help="over --set")
+    parser.add_argument("--workdir", type=Path, help="keep the studies here (default: a temporary folder)")
+    args = parser.parse_args()
+    grid = sorted(int(value) for value in args.grid.split(","))
+    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="axisrl-env-axis-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    report("miniature", sweep(workdir, "miniature", sweep_overlay(grid, args.seeds, args.set)))
+    if args.control:
+        report("control", sweep(workdir, "control", sweep_overlay(grid, args.seeds, args.set + args.control)))
+    else:
+        print("control: none given (--control)")
+    print(f"  studies kept in {workdir}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
