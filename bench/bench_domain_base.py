@@ -94,6 +94,17 @@ def _setting(text: str) -> tuple[str, object]:
     return key, yaml.safe_load(value)
 
 
+def with_settings(config_overlay: dict, settings: list[str]) -> dict:
+    """``config_overlay`` with each ``SECTION.KEY=VALUE`` of ``settings`` set in it (the value read as YAML)."""
+    for path, value in map(_setting, settings):
+        *sections, key = path.split(".")
+        node = config_overlay
+        for section in sections:
+            node = node.setdefault(section, {})
+        node[key] = value
+    return config_overlay
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("domain")
@@ -111,13 +122,7 @@ def main() -> None:
     overlay_path = workdir / "centre.yaml"
     settings = dict(map(_setting, args.train))
     grids = {axis: [int(v) for v in values.split(",")] for axis, values in map(_split, args.grid)}
-    config_overlay = overlay(args.domain, args.seeds, args.task_rule, settings, grids)
-    for path, value in map(_setting, args.set):
-        *sections, key = path.split(".")
-        node = config_overlay
-        for section in sections:
-            node = node.setdefault(section, {})
-        node[key] = value
+    config_overlay = with_settings(overlay(args.domain, args.seeds, args.task_rule, settings, grids), args.set)
     overlay_path.write_text(yaml.safe_dump(config_overlay))
     schema_path = ROOT / "config" / "schema.yaml"
     config = load_config(ROOT / "config" / "config.yaml", overlay_path, schema_path=schema_path)

@@ -43,7 +43,8 @@ class ReadPilot(NamedTuple):
 
 @pytest.fixture(scope="module")
 def pilot() -> ReadPilot:
-    """Read once for the module: matching each sweep's seed SD by simulation takes 20-45 s."""
+    """Read once for the module (the science check of predicted widths and the mechanism tests share it): matching
+    each sweep's seed SD by simulation takes 20-45 s."""
     return ReadPilot(
         *from_noise_frame(
             noise_frame(_study(0, seeds=12, noise=UNEVEN), ["T2"], take_off=0.08), DEFAULT_CENTRE, 0.08, tier="T2"
@@ -85,13 +86,12 @@ def test_the_noise_model_gives_each_sweep_its_own_take_off_share(pilot: ReadPilo
 
 
 @pytest.mark.science
-def test_predicted_trend_half_widths_match_fresh_studies() -> None:
+def test_predicted_trend_half_widths_match_fresh_studies(pilot: ReadPilot) -> None:
     """From a finished (simulated) pilot's noise frame, the planner predicts the trend intervals that
     independent 6-seed studies then report, within 25 %, also for the sweep whose seeds take off
     less often. The pilot has 12 seeds: a 6-seed pilot's own noise estimate is off by 10-25 % by
     chance."""
-    pilot = noise_frame(_study(0, seeds=12, noise=UNEVEN), ["T2"], take_off=0.08)
-    both = trend_widths(ReadPilot(*from_noise_frame(pilot, DEFAULT_CENTRE, 0.08, tier="T2")), 60, range(1, 41))
+    both = trend_widths(pilot, 60, range(1, 41))
     assert ((both["half_width"] / both["measured"] - 1).abs() < 0.25).all(), both
 
 

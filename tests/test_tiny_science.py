@@ -163,6 +163,18 @@ def baseline(pool: SweepPool, config: dict, kind: str) -> dict:
     return t2_row(pool, kind, None, None, episodes)
 
 
+def trained_rows(pool: SweepPool, config: dict, d_env: int, leak: bool, seeds: list[int]) -> list[dict]:
+    """The T2 rows of the sweep's runs at ``d_env`` on ``seeds``, trained together (``train_seeds``)."""
+    envs, tasks = (f.to_dicts() for f in select_training_data(pool.envs, pool.tasks, sweep_design(config, d_env)))
+    results = tiny.train_seeds(envs, tasks, sweep_settings(config, d_env, leak), seeds)
+    assert [result.status for result in results] == ["ok"] * len(seeds)
+    policies = [tiny.policy_of(tiny.checkpoint(result)) for result in results]
+    policy = "leak" if leak else "plain"
+    return [
+        t2_row(pool, policy, d_env, seed, episodes) for seed, episodes in zip(seeds, evaluate(pool, config, policies))
+    ]
+
+
 @pytest.fixture(scope="module")
 def study(config, pool, one_thread) -> pl.DataFrame:
     """One row per policy on the T2 tier: ``policy`` (plain, leak, untrained, random or memoriser),
@@ -172,24 +184,16 @@ def study(config, pool, one_thread) -> pl.DataFrame:
     first update (``train`` draws it the same way)."""
     rows = []
     for d_env, leak, seeds in RUNS:
-        run_envs, run_tasks = (
-            frame.to_dicts() for frame in select_training_data(pool.envs, pool.tasks, sweep_design(config, d_env))
-        )
-        settings = sweep_settings(config, d_env, leak)
         for wave in range(0, len(seeds), LOCKSTEP_SEEDS):  # each seed's run and records are those it has alone
             wave_seeds = list(seeds[wave : wave + LOCKSTEP_SEEDS])
             if (d_env, leak) == (1, False):
                 untrained = []
                 for seed in wave_seeds:
                     torch.manual_seed(seed)
-                    untrained.append(tiny.make_policy(settings))
+                    untrained.append(tiny.make_policy(sweep_settings(config, d_env)))
                 for seed, episodes in zip(wave_seeds, evaluate(pool, config, untrained)):
                     rows.append(t2_row(pool, "untrained", d_env, seed, episodes))
-            results = tiny.train_seeds(run_envs, run_tasks, settings, wave_seeds)
-            assert [result.status for result in results] == ["ok"] * len(wave_seeds)
-            policies = [tiny.policy_of(tiny.checkpoint(result)) for result in results]
-            for seed, episodes in zip(wave_seeds, evaluate(pool, config, policies)):
-                rows.append(t2_row(pool, "leak" if leak else "plain", d_env, seed, episodes))
+            rows.extend(trained_rows(pool, config, d_env, leak, wave_seeds))
     rows.extend(baseline(pool, config, kind) for kind in ("random", "memoriser"))
     frame = pl.DataFrame(rows, infer_schema_length=None).with_columns(success=pl.col("successes") / pl.col("trials"))
     with pl.Config(tbl_rows=-1, fmt_table_cell_list_len=-1, fmt_str_lengths=400):
@@ -280,15 +284,7 @@ def test_two_runs_of_the_sweep_at_d_env_32_beat_random_on_unseen_worlds(config, 
     success clears the random baseline's by 0.1 (measured: 0.33 and 0.25 against 0.01 on an AMD EPYC). Catches a
     trainer that learns nothing that transfers (an update that does not climb, an evaluation of the wrong pool);
     one seed that does not take off still passes, as the science check's bimodal seeds allow."""
-    envs, tasks = (f.to_dicts() for f in select_training_data(pool.envs, pool.tasks, sweep_design(config, 32)))
-    results = tiny.train_seeds(envs, tasks, sweep_settings(config, 32), MECHANISM_SEEDS)
-    assert [result.status for result in results] == ["ok"] * len(MECHANISM_SEEDS)
-    policies = [tiny.policy_of(tiny.checkpoint(result)) for result in results]
-    rows = [
-        t2_row(pool, "plain", 32, seed, episodes)
-        for seed, episodes in zip(MECHANISM_SEEDS, evaluate(pool, config, policies))
-    ]
-    success = [row["successes"] / row["trials"] for row in rows]
+    success = [row["successes"] / row["trials"] for row in trained_rows(pool, config, 32, False, MECHANISM_SEEDS)]
     random = baseline(pool, config, "random")
     assert np.mean(success) > random["successes"] / random["trials"] + 0.1, success
 
