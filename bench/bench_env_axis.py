@@ -37,21 +37,32 @@ DEFAULT_GRID = (1, 2, 4, 8, 16, 32, 64)
 has 83 signature-distinct environments."""
 
 
-def sweep_overlay(grid: list[int], seeds: int, settings: list[str]) -> dict:
+def sweep_overlay(grid: list[int], seeds: int, settings: list[str], level: str | None = None) -> dict:
     """The default config with the d_env sweep alone on ``grid`` and ``seeds`` seeds a point (the first half
     in one train job, the rest in the sweep's extra seeds, as the study splits them), the centre's d_task raised
-    to the grid's largest d_env where it is smaller (each environment needs a task), then ``settings``."""
+    to the grid's largest d_env where it is smaller (each environment needs a task), then ``settings``. With
+    ``level``, environments are counted at that level (Table 7's pool construction; ``placebo``: contents of
+    one world's unedited variant, so every environment shares its structure) and the sweep is that family's."""
     schema = load_yaml(SCHEMA)
     centre = load_config(ROOT / "config" / "config.yaml", schema_path=SCHEMA)["study"]["centre"]
     families = schema["properties"]["study"]["properties"]["families"]["properties"]
-    sweeps = {"enabled": True, "axes": ["d_env"], "extra_seeds": list(range(seeds // 2, seeds))}
+    if level is None:
+        family, swept, seed_list = (
+            "axis_sweeps",
+            {"axes": ["d_env"], "extra_seeds": list(range(seeds // 2, seeds))},
+            list(range(seeds // 2)),
+        )
+    else:
+        family, swept, seed_list = "pool_construction", {"levels": [level]}, list(range(seeds))
     overlay = {
         "study": {
-            "seeds": list(range(seeds // 2)),
+            "seeds": seed_list,
             "grids": {"d_env": grid},
+            "family_points": len(grid),
             "centre": {"d_task": max(centre["d_task"], max(grid))},
-            "families": {name: sweeps if name == "axis_sweeps" else {"enabled": False} for name in families},
+            "families": {name: {"enabled": name == family, **(swept if name == family else {})} for name in families},
         },
+        "synthesize": {"placebo_contents": max(grid)},
         "recipe": {"enabled": False},
     }
     return with_settings(overlay, settings)
@@ -92,16 +103,22 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=4)
     parser.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE", help="the miniature's")
     parser.add_argument("--control", action="append", default=[], metavar="SECTION.KEY=VALUE", help="over --set")
+    parser.add_argument(
+        "--control-level",
+        choices=("placebo", "s2", "s3"),
+        help="the control counts environments at this level (placebo: one structure, many contents)",
+    )
     parser.add_argument("--workdir", type=Path, help="keep the studies here (default: a temporary folder)")
     args = parser.parse_args()
     grid = sorted(int(value) for value in args.grid.split(","))
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="axisrl-env-axis-"))
     workdir.mkdir(parents=True, exist_ok=True)
     report("miniature", sweep(workdir, "miniature", sweep_overlay(grid, args.seeds, args.set)))
-    if args.control:
-        report("control", sweep(workdir, "control", sweep_overlay(grid, args.seeds, args.set + args.control)))
+    if args.control or args.control_level:
+        control = sweep_overlay(grid, args.seeds, args.set + args.control, args.control_level)
+        report("control", sweep(workdir, "control", control))
     else:
-        print("control: none given (--control)")
+        print("control: none given (--control, --control-level)")
     print(f"  studies kept in {workdir}", file=sys.stderr)
 
 

@@ -1,10 +1,8 @@
 """Tiny-backend training speed: GRPO runs (default 100 updates x 32 visits x 8 rollouts) on one thread, and their floor.
 
 Run: python bench/bench_train.py [--updates 100] [--visits 32] [--group-size 8] [--width 64] [--algo grpo] [--repeats 1]
-     [--alone]
-``--repeats N`` trains seeds 0 .. N-1 in lockstep (``train_seeds``: one forward per step for all of them), or one after
-another with ``--alone`` (each seed's run is bit-identical either way). Prints per seed: its CPU seconds (in lockstep,
-its share of the seeds' shared rollouts and updates), split between rollouts and optimisation, the wall seconds of
+``--repeats N`` trains seeds 0 .. N-1 one after another (``train_seeds``, as a train job does). Prints per seed: its
+CPU seconds, split between rollouts and optimisation, the wall seconds of
 the rollouts' policy forwards, env steps (= decisions) per second and the process's peak RSS; then the whole
 training's wall seconds (process start, imports and pool synthesis excluded) and env steps per second, and its
 floor: the seconds that the run's counted FLOPs take as plain torch matrix products of the run's own shapes on this
@@ -28,7 +26,7 @@ from pathlib import Path
 import torch
 from torch.nn import functional as F
 
-from axisrl.backends.tiny import TrainSettings, train, train_seeds
+from axisrl.backends.tiny import TrainSettings, train_seeds
 from axisrl.backends.tiny.policy import Matmul, record_matmuls
 from axisrl.config import load_config
 from axisrl.domains import toolworld
@@ -57,8 +55,7 @@ def main() -> None:
     parser.add_argument("--group-size", type=int, default=8)
     parser.add_argument("--width", type=int, default=64)
     parser.add_argument("--algo", default="grpo", choices=["grpo", "ppo"])
-    parser.add_argument("--repeats", type=int, default=1, help="seeds 0 .. N-1, trained in lockstep")
-    parser.add_argument("--alone", action="store_true", help="train the seeds one after another instead")
+    parser.add_argument("--repeats", type=int, default=1, help="seeds 0 .. N-1, one after another")
     args = parser.parse_args()
     torch.set_num_threads(1)
 
@@ -69,20 +66,17 @@ def main() -> None:
         width=args.width,
         updates=args.updates,
         visits_per_update=args.visits,
-        group_size=args.group_size,
+        d_traj=args.d_traj,
     )
     seeds = list(range(args.repeats))
     print(
         f"pool: {len(pool.envs)} envs, {len(pool.tasks)} tasks; {settings.algo} width={settings.width} "
-        f"updates={settings.updates} visits/update={settings.visits_per_update} G={settings.group_size}; "
-        f"seeds {seeds} {'one after another' if args.alone else 'in lockstep'}"
+        f"updates={settings.updates} visits/update={settings.visits_per_update} G={settings.d_traj}; "
+        f"seeds {seeds}"
     )
     with record_matmuls() as matmuls:
         start = time.perf_counter()
-        if args.alone:
-            results = [train(pool.envs, pool.tasks, settings, seed=seed) for seed in seeds]
-        else:
-            results = train_seeds(pool.envs, pool.tasks, settings, seeds)
+        results = train_seeds(pool.envs, pool.tasks, settings, seeds)
         seconds = time.perf_counter() - start
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     for seed, result in zip(seeds, results):

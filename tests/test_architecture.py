@@ -1,6 +1,8 @@
-"""The package's imports point one way: no module of ``workflow/axisrl`` reaches itself through its imports
-(those inside functions and ``TYPE_CHECKING`` blocks included, since a circle there is still two modules that
-each need the other). Shared types live below both users (``backends/tiny/settings.py``, ``registry.py``)."""
+"""The package's imports point one way, down its floors (docs/architecture.md): no module of ``workflow/axisrl``
+imports one on a floor above its own, nothing imports the command line, no module imports Snakemake, and none
+reaches itself through its imports. Every import counts, those inside functions and ``TYPE_CHECKING`` blocks
+included: a lazy import is still a dependency, and a circle there is still two modules that each need the other.
+Shared types live below both users (``backends/tiny/settings.py``, ``registry.py``)."""
 
 from __future__ import annotations
 
@@ -44,6 +46,74 @@ def imported(path: Path, modules: set[str]) -> set[str]:
 def import_graph() -> dict[str, set[str]]:
     paths = {module_name(path): path for path in PACKAGE.rglob("*.py")}
     return {name: imported(path, set(paths)) for name, path in paths.items()}
+
+
+FLOORS = (
+    ("the command line", ("cli", "model_command")),
+    ("the jobs", ("stages", "scripting", "warm")),
+    (
+        "the analysis and report",
+        ("targets", "report", "planner", "recipe", "pricing", "laws", "adaptive", "cluster_cost"),
+    ),
+    ("the study's logic", ("config", "plan", "budget", "datasets", "dedup", "embedding", "artifacts")),
+    ("the backends", ("backends",)),
+    ("the domains", ("domains",)),
+    ("the leaves", ("__init__", "synthesis", "threads", "diagnostics", "schema")),
+)
+"""The package's floors, top first, by the module or subpackage of ``axisrl`` each part is (``__init__``: the
+package's own): a module may import its own floor and those below it, never one above. The leaves import
+nothing of the package, so every floor may read them."""
+
+FLOOR = {part: (level, name) for level, (name, parts) in enumerate(FLOORS) for part in parts}
+
+
+def part(module: str) -> str:
+    """The module or subpackage of ``axisrl`` that ``module`` is or lies in (``axisrl.stages.train``: stages)."""
+    return module.split(".")[1] if "." in module else "__init__"
+
+
+def upward(graph: dict[str, set[str]]) -> list[str]:
+    """Every import of a module on a floor above the importer's, as ``importer -> imported`` and their floors."""
+    return sorted(
+        f"{module} -> {target} (from {FLOOR[part(module)][1]} up to {FLOOR[part(target)][1]})"
+        for module, targets in graph.items()
+        for target in targets
+        if part(module) in FLOOR and part(target) in FLOOR and FLOOR[part(target)][0] < FLOOR[part(module)][0]
+    )
+
+
+def test_every_module_of_the_package_is_on_a_floor():
+    """A new module or subpackage is placed in ``FLOORS`` (and docs/architecture.md), so its imports are checked."""
+    unplaced = sorted(module for module in import_graph() if part(module) not in FLOOR)
+    assert not unplaced, "on no floor: " + ", ".join(unplaced)
+
+
+def test_imports_point_down_the_floors():
+    wrong_way = upward(import_graph())
+    assert not wrong_way, "\n".join(wrong_way)
+
+
+def test_the_direction_check_names_an_upward_import():
+    graph = {"axisrl.domains.pool": {"axisrl.stages.registry", "axisrl.synthesis"}, "axisrl.stages": {"axisrl.plan"}}
+    assert upward(graph) == ["axisrl.domains.pool -> axisrl.stages.registry (from the domains up to the jobs)"]
+
+
+def test_nothing_imports_the_command_line():
+    importers = [module for module, targets in import_graph().items() if "axisrl.cli" in targets]
+    assert not importers, "\n".join(f"{module} -> axisrl.cli" for module in sorted(importers))
+
+
+def test_no_module_of_the_package_imports_snakemake():
+    """The stages, domains and backends know nothing of Snakemake; ``scripting`` reads its job by duck typing."""
+    found = []
+    for path in PACKAGE.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [alias.name for alias in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom) and not node.level:
+                names = [node.module or ""]
+            if any(name.split(".")[0] == "snakemake" for name in names):
+                found.append(f"{module_name(path)} -> snakemake")
+    assert not found, "\n".join(sorted(found))
 
 
 def circles(graph: dict[str, set[str]]) -> list[list[str]]:

@@ -28,6 +28,18 @@ def test_roundtrip_keeps_data_and_the_config_that_was_hashed(artifact):
     assert set(meta.libraries) == set(artifacts.LIBRARIES)
 
 
+def test_a_finished_studys_columns_are_read_under_their_names_of_today(tmp_path):
+    """A runs table written before issue 60 holds ``max_rollout_steps`` and ``max_flops``; read back, they
+    are ``token_cap`` and ``flop_cap``, as the config keys say, and a column of today is never overwritten."""
+    old = pl.DataFrame({"run_key": ["a"], "max_rollout_steps": [None], "max_flops": [2.5e7], "d_traj": [8]})
+    path = tmp_path / "results" / "synthesize" / SPEC.key / "runs.parquet"
+    write_artifact(old, path, SPEC)
+    read = read_artifact(path, "synthesize")
+    assert read.columns == ["run_key", "token_cap", "flop_cap", "d_traj"] and read["flop_cap"][0] == 2.5e7
+    both = pl.DataFrame({"d_traj": [8], "group_size": [4]})
+    assert artifacts.with_current_names(both).columns == ["d_traj", "group_size"]
+
+
 def test_wrong_stage_is_refused(artifact):
     with pytest.raises(ArtifactError, match="written by stage 'synthesize', expected 'dedup'"):
         read_artifact(artifact, "dedup")

@@ -13,7 +13,8 @@ from axisrl.budget import CONVENTIONS, PLANNED_CONVENTIONS, TRAIN_KEYS, budget_p
 from axisrl.config import validate_config
 from axisrl.domains import toolworld as tw
 from axisrl.plan import Design, backend_settings, plan_designs
-from axisrl.recipe.study import charged_design, cost_model, drivers_table
+from axisrl.recipe.designs import charged_design
+from axisrl.recipe.study import cost_model, drivers_table
 from axisrl.stages.train import cost_drivers
 
 POOL = {
@@ -123,7 +124,7 @@ def test_every_convention_executes_the_budget_it_is_charged(pool, config):
     # several times an untrained one), and that is a few per cent of the budget at most here
     miss = abs(spent["executed"] - strategy.flop_budget)
     assert miss <= 0.5 * dearest_visit_flops(spent["metrics"]) and miss <= 0.04 * strategy.flop_budget
-    assert training_budget(strategy.as_dict(), train).max_flops == strategy.flop_budget
+    assert training_budget(strategy.as_dict(), train).flop_cap == strategy.flop_budget
 
 
 def test_a_budget_names_what_it_holds_fixed_and_refuses_what_it_cannot_execute(smoke_config, schema):
@@ -141,7 +142,7 @@ def test_a_budget_names_what_it_holds_fixed_and_refuses_what_it_cannot_execute(s
     doubled = training_budget((design.as_dict() | {"d_traj": 8}), train)
     assert doubled.rollouts == 2 * fixed.rollouts  # fixed visits: more trajectories are more rollouts
     capped = training_budget(design.as_dict() | {"budget": "token_cap"}, train)
-    assert capped.visits_per_update == train["episodes_per_update"] // 4 and capped.max_rollout_steps
+    assert capped.visits_per_update == train["episodes_per_update"] // 4 and capped.token_cap
     assert budget_problems(design.as_dict() | {"d_task": 2}, train) == [
         f"train.visits_per_update={train['visits_per_update']} exceeds d_task=2 (an update would visit a task twice)"
     ]

@@ -15,7 +15,8 @@ import pytest
 from axisrl.artifacts import write_artifact
 from axisrl.budget import visits_per_run
 from axisrl.config import StageSpec, load_config, load_yaml
-from axisrl.planner import RunCost, design_of, train_keys
+from axisrl.planner import RunCost, design_of
+from axisrl.stages.registry import train_keys
 
 ROOT = Path(__file__).resolve().parents[1]
 SWEEPS = [(1, 8, 4), (2, 8, 4), (4, 8, 4), (2, 4, 4), (2, 16, 4), (2, 8, 2), (2, 8, 8)]

@@ -6,7 +6,8 @@ import polars as pl
 import pytest
 
 from axisrl.laws.noise import NOISE_SCHEMA, noise_frame
-from axisrl.report.noise_figure import noise_figure, wilson_interval
+from axisrl.report.noise_figure import noise_figure
+from axisrl.report.panels import wilson_interval
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 

@@ -15,7 +15,7 @@ from axisrl.stages.learning_curves import CURVE_COLUMNS, curve_updates, curves
 
 POOL = {**TRAIN_POOL, "heldout": {**TRAIN_POOL["heldout"], "validation_worlds": 2}}
 """The tiny-backend tests' pool, with a validation tier to draw curves on."""
-SETTINGS = tiny.TrainSettings.from_dict({"updates": 5, "visits_per_update": 4, "group_size": 4, "width": 16})
+SETTINGS = tiny.TrainSettings.from_dict({"updates": 5, "visits_per_update": 4, "d_traj": 4, "width": 16})
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -50,7 +50,7 @@ def test_a_curve_starts_at_the_base_ends_at_the_run_and_counts_what_the_run_spen
     results = tiny.train_seeds(pool.envs, pool.tasks, SETTINGS, [0, 1], init=base, snapshots=wanted)
     starts = tiny.HeldoutStarts(pool.heldout_envs, pool.heldout_tasks, seed=0, leak_primitive_role=False)
     policies = [tiny.policy_of(tiny.checkpoint(result)) for result in results]
-    evaluated = tiny.evaluate_seeds(policies, pool.heldout_envs, pool.heldout_tasks, 0, starts)
+    evaluated = [tiny.evaluate(policy, pool.heldout_envs, pool.heldout_tasks, 0, starts=starts) for policy in policies]
     frame, seconds = curves(
         results, ["a", "b"], [0, 1], evaluated, starts, pool.heldout_envs, pool.heldout_tasks, 0, 0.25, "toolworld"
     )
@@ -75,9 +75,10 @@ def test_a_run_from_random_weights_plays_its_start_and_a_failed_run_has_no_curve
     results = tiny.train_seeds(pool.envs, pool.tasks, SETTINGS, [0, 1], snapshots=curve_updates(SETTINGS.updates, 5))
     results[1].status = "failed"
     starts = tiny.HeldoutStarts(pool.heldout_envs, pool.heldout_tasks, seed=0, leak_primitive_role=False)
-    evaluated = tiny.evaluate_seeds(
-        [tiny.policy_of(tiny.checkpoint(r)) for r in results], pool.heldout_envs, pool.heldout_tasks, 0, starts
-    )
+    evaluated = [
+        tiny.evaluate(tiny.policy_of(tiny.checkpoint(r)), pool.heldout_envs, pool.heldout_tasks, 0, starts=starts)
+        for r in results
+    ]
     frame, _ = curves(
         results, ["a", "b"], [0, 1], evaluated, starts, pool.heldout_envs, pool.heldout_tasks, 0, None, "toolworld"
     )

@@ -1,5 +1,6 @@
 import copy
 import json
+from dataclasses import replace
 
 import polars as pl
 import pytest
@@ -7,7 +8,7 @@ import pytest
 from axisrl.backends.tiny import TrainSettings
 from axisrl.config import ConfigError, load_yaml, validate_config
 from axisrl.datasets import PoolTooSmall, select_training_data, task_capacity
-from axisrl.plan import AXES, plan_designs, plan_rows, pricing_points, spread
+from axisrl.plan import AXES, Design, backend_settings, plan_designs, plan_rows, pricing_points, spread
 from axisrl.stages import study
 from conftest import DEFAULT_CONFIG, ROOT
 
@@ -117,6 +118,15 @@ def test_dynamic_sampling_and_the_kl_bound_key_their_runs_only_when_switched_on(
         "target_kl": 0.01,
     }
     TrainSettings.from_dict(settings)  # the tiny learner takes them as they are
+
+
+def test_settings_built_in_code_are_the_default_studys_centre_run(config):
+    """The schema is the one source of defaults: ``TrainSettings()`` is what the default study trains
+    its centre with, so a test or a bench script that leaves a setting out trains as a study would."""
+    centre = Design(**config["study"]["centre"], width=config["study"]["width"], algo="grpo", reward_density="sparse")
+    assert TrainSettings.from_dict(backend_settings(config["train"], centre.keyed())) == TrainSettings()
+    ppo = replace(centre, algo="ppo")
+    assert TrainSettings.from_dict(backend_settings(config["train"], ppo.keyed())) == TrainSettings(algo="ppo")
 
 
 def test_designs_with_fewer_tasks_than_environments_are_refused(config, schema):

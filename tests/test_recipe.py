@@ -381,7 +381,8 @@ def test_tables_19_and_21_mark_an_axis_the_law_gives_no_effect_as_not_identified
     from dataclasses import asdict
 
     from axisrl.plan import Design
-    from axisrl.recipe.study import FittedLaw, RecipeSettings, perturbation_table, progression_table
+    from axisrl.recipe.fitted import FittedLaw, RecipeSettings
+    from axisrl.recipe.study import perturbation_table, progression_table
 
     law = Law(E=0.2, A={"width": 0.0, "d_env": 3.0, "d_task": 4.0}, alpha={"width": 0.3, "d_env": 0.5, "d_task": 0.3})
     fitted = FittedLaw(

@@ -66,7 +66,7 @@ def _draws(n: int = 30, seed: int = 0) -> list[Law]:
 
 
 def _law_frame(draws: list[Law]) -> pl.DataFrame:
-    """The columns ``axisrl.recipe.study.law_frame`` writes: draw -1 is the fit."""
+    """The columns ``axisrl.recipe.fitted.law_frame`` writes: draw -1 is the fit."""
     rows = [
         {
             "draw": k - 1,

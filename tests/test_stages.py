@@ -7,9 +7,9 @@ import re
 
 import pytest
 
-from axisrl.config import hashed_part, load_config, load_yaml, validate_config
+from axisrl.config import hashed_part, load_config, load_yaml, project, validate_config
 from axisrl.stages import STAGES, base_spec, job_function, key_table, study
-from axisrl.stages.registry import project, resolve
+from axisrl.stages.registry import resolve
 from axisrl.targets import FIGURES, TABLES, study_spec
 from conftest import DEFAULT_CONFIG
 from conftest import ROOT as REPO

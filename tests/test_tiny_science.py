@@ -84,7 +84,7 @@ LEAK_SEEDS = tuple(range(48))
 RUNS = [(1, False, LEAK_SEEDS), (4, False, SEEDS), (32, False, SEEDS), (1, True, LEAK_SEEDS)]
 """(d_env, leak_primitive_role, seeds) of every trained setting."""
 LOCKSTEP_SEEDS = 12
-"""Seeds trained and evaluated together (``train_seeds``, ``evaluate_seeds``), as a train job does."""
+"""Seeds trained and evaluated one after another (``train_seeds``, ``evaluate``), as a train job does."""
 FIRST_CALL_MARGIN = 0.1
 """How far apart two settings' mean first-call accuracies may be and still count as the same (the
 module docstring says why)."""
@@ -138,7 +138,11 @@ def sweep_settings(config: dict, d_env: int, leak: bool = False) -> tiny.TrainSe
 def evaluate(pool: SweepPool, config: dict, policies: list[tiny.ToolPointer]) -> list[list[dict]]:
     """Each policy's T2 episodes, with the study's evaluation seed and each first call's primitive named."""
     seed = config["evaluate"]["seed"]
-    return tiny.evaluate_seeds(policies, pool.pool.heldout_envs, pool.heldout, seed=seed, first_primitive=True)
+    starts = tiny.HeldoutStarts(pool.pool.heldout_envs, pool.heldout, seed, policies[0].leak_primitive_role)
+    return [
+        tiny.evaluate(policy, pool.pool.heldout_envs, pool.heldout, seed=seed, starts=starts, first_primitive=True)
+        for policy in policies
+    ]
 
 
 def t2_row(pool: SweepPool, policy: str, d_env: int | None, seed: int | None, episodes: list[dict]) -> dict:

@@ -24,8 +24,8 @@ from axisrl.domains.toolworld.env import VerifyResult
 from axisrl.domains.toolworld.model import FINISH
 from conftest import SCHEMA_PATH, SMOKE_CONFIG
 
-QUICK = {"updates": 3, "visits_per_update": 4, "group_size": 4, "width": 16}
-LEARN = {"updates": 20, "visits_per_update": 4, "group_size": 4, "width": 16, "lr": 0.03}
+QUICK = {"updates": 3, "visits_per_update": 4, "d_traj": 4, "width": 16}
+LEARN = {"updates": 20, "visits_per_update": 4, "d_traj": 4, "width": 16, "lr": 0.03}
 LEARN_TASKS = 8
 SEEDS = (0, 1)
 train_module = importlib.import_module("axisrl.backends.tiny.train")  # the package's ``train`` is the function
@@ -125,7 +125,7 @@ def test_synthetic_trajectories_join_the_groups(pool, playable, monkeypatch):
         return advantage(scores, index, *args)
 
     monkeypatch.setattr(updates_module, "compute_grpo_outcome_advantage", recording)  # where grpo_update looks it up
-    settings = quick(visits_per_update=4, group_size=4)
+    settings = quick(visits_per_update=4, d_traj=4)
     result = tiny.train(
         pool.envs, playable, settings, seed=0, synthetic=tiny.SyntheticTrajectories(2, references(playable))
     )

@@ -13,8 +13,9 @@ import torch
 
 from axisrl.backends import tiny
 from axisrl.backends.tiny import algos, caps
+from axisrl.backends.tiny.encoding import EpisodeFeatures
 from axisrl.backends.tiny.fast_torch import Adam
-from axisrl.backends.tiny.features import EpisodeFeatures, collate, collate_episodes
+from axisrl.backends.tiny.features import collate, collate_episodes
 from axisrl.backends.tiny.policy import ToolPointer
 from axisrl.backends.tiny.rollout import Diverged, Episode, Node, Specs, call_key, rollout
 from axisrl.backends.tiny.synthetic import TaskSampler
@@ -39,7 +40,7 @@ POOL = {
         "validation_worlds": 0,
     },
 }
-QUICK = {"updates": 3, "visits_per_update": 4, "group_size": 4, "width": 16}
+QUICK = {"updates": 3, "visits_per_update": 4, "d_traj": 4, "width": 16}
 RECORD_KEYS = {"task_id", "env_id", "tier", "success", "reward", "partial", "steps", "tool_calls", "errors"}
 train_module = importlib.import_module("axisrl.backends.tiny.train")  # the package's ``train`` is the function
 updates_module = importlib.import_module("axisrl.backends.tiny.updates")
@@ -56,6 +57,12 @@ def pool(schema) -> tw.Pool:
 
 def quick(**overrides) -> tiny.TrainSettings:
     return tiny.TrainSettings.from_dict({**QUICK, **overrides})
+
+
+def test_a_checkpoint_from_before_the_renames_names_its_settings_as_today():
+    """Checkpoints of a finished study hold ``group_size``, ``max_rollout_steps`` and ``max_flops``."""
+    old = tiny.TrainSettings.from_dict({"group_size": 4, "max_rollout_steps": 150, "max_flops": 2.5e7})
+    assert (old.d_traj, old.token_cap, old.flop_cap) == (4, 150, 2.5e7)
 
 
 def test_settings_reject_unknown_keys_and_bad_values():
@@ -123,7 +130,7 @@ def test_metrics_and_compute_totals_agree(pool):
     for key in ("env_steps", "episodes", "rollout_flops", "train_flops", "zero_variance_groups", "probe_flops"):
         assert result.compute[key] == sum(row[key] for row in result.metrics)
     assert result.compute["visits"] == QUICK["updates"] * QUICK["visits_per_update"]
-    assert result.compute["episodes"] == result.compute["visits"] * QUICK["group_size"]
+    assert result.compute["episodes"] == result.compute["visits"] * QUICK["d_traj"]
     assert result.compute["distinct_tasks_seen"] == QUICK["updates"] * QUICK["visits_per_update"]
     assert all(row["rollout_flops"] > 0 and row["train_flops"] > 0 for row in result.metrics)
     assert all(row["kl"] >= 0 for row in result.metrics)
@@ -178,11 +185,11 @@ def test_tasks_are_visited_evenly(pool):
 
 
 def test_the_env_step_cap_is_exact_and_the_flop_cap_stops_the_run(pool):
-    capped = tiny.train(pool.envs, pool.tasks, quick(updates=50, max_rollout_steps=70), seed=0)
+    capped = tiny.train(pool.envs, pool.tasks, quick(updates=50, token_cap=70), seed=0)
     assert capped.status == "ok" and capped.compute["env_steps"] == 70
     full = tiny.train(pool.envs, pool.tasks, quick(updates=1), seed=0)
     budget = full.compute["rollout_flops"] + full.compute["train_flops"]
-    flop_capped = tiny.train(pool.envs, pool.tasks, quick(updates=50, max_flops=2.5 * budget), seed=0)
+    flop_capped = tiny.train(pool.envs, pool.tasks, quick(updates=50, flop_cap=2.5 * budget), seed=0)
     assert 2 <= flop_capped.compute["updates"] < 50
     spent = flop_capped.compute["rollout_flops"] + flop_capped.compute["train_flops"]
     dearest = max(row["rollout_flops"] + row["train_flops"] for row in flop_capped.metrics)
@@ -221,24 +228,16 @@ def test_checkpoint_round_trip_and_evaluation_records(pool, tmp_path):
 
 
 @pytest.mark.parametrize("algo", ["grpo", "ppo"])
-def test_evaluating_seeds_in_lockstep_gives_each_seeds_records_alone(pool, monkeypatch, algo):
-    """``evaluate_seeds`` scores every policy's held-out episodes in one forward per step (a PPO
-    policy's value head too), chunk by chunk as ``evaluate`` plays them alone, and each policy's
-    records are the ones ``evaluate`` gives it; a stack refuses policies of different shapes."""
+def test_an_evaluation_in_chunks_gives_the_records_of_one_batch(pool, monkeypatch, algo):
+    """``EVAL_CHUNK_ACTIVATIONS`` only bounds memory: a policy (a PPO policy's value head too) that
+    plays the held-out tasks five episodes at a time gives the records it gives in one batch."""
     evaluate_module = importlib.import_module("axisrl.backends.tiny.evaluate")
+    torch.manual_seed(1)
+    policy = tiny.make_policy(quick(algo=algo))
+    whole = tiny.evaluate(policy, pool.heldout_envs, pool.heldout_tasks, seed=0, first_primitive=True)
     monkeypatch.setattr(evaluate_module, "EVAL_CHUNK_ACTIVATIONS", 16 * 5)  # five episodes a chunk at width 16
-    policies = []
-    for seed in (0, 1, 2):
-        torch.manual_seed(seed)
-        policies.append(tiny.make_policy(quick(algo=algo)))
-    together = tiny.evaluate_seeds(policies, pool.heldout_envs, pool.heldout_tasks, seed=0, first_primitive=True)
-    alone = [
-        tiny.evaluate(policy, pool.heldout_envs, pool.heldout_tasks, seed=0, first_primitive=True)
-        for policy in policies
-    ]
-    assert together == alone and alone[0] != alone[1]
-    with pytest.raises(ValueError, match="one architecture"):
-        tiny.evaluate_seeds([policies[0], tiny.make_policy(quick(width=8))], pool.heldout_envs, pool.heldout_tasks, 0)
+    chunked = tiny.evaluate(policy, pool.heldout_envs, pool.heldout_tasks, seed=0, first_primitive=True)
+    assert chunked == whole and len(whole) > 5
 
 
 def test_an_evaluation_can_name_each_episodes_first_primitive(pool):
@@ -410,7 +409,7 @@ def test_adam_matches_torch_optim_fused_adam_bit_for_bit():
 
 def test_an_update_that_raises_is_recorded_as_failed_with_its_error(pool, monkeypatch):
     calls = {"n": 0}
-    real_rollout = train_module.rollout_seeds
+    real_rollout = train_module.rollout
 
     def flaky_rollout(*args, **kwargs):
         calls["n"] += 1
@@ -418,7 +417,7 @@ def test_an_update_that_raises_is_recorded_as_failed_with_its_error(pool, monkey
             raise RuntimeError("environment server went away")
         return real_rollout(*args, **kwargs)
 
-    monkeypatch.setattr(train_module, "rollout_seeds", flaky_rollout)
+    monkeypatch.setattr(train_module, "rollout", flaky_rollout)
     result = tiny.train(pool.envs, pool.tasks, quick(updates=8), seed=0)
     assert result.status == "failed" and len(result.metrics) == 3
     assert result.error == "RuntimeError: environment server went away"
@@ -428,45 +427,43 @@ def test_an_update_that_raises_is_recorded_as_failed_with_its_error(pool, monkey
 @pytest.mark.parametrize(
     "overrides",
     [
-        {"updates": 10, "max_flops": 2.5e7},  # the cap ends the seeds at different updates
+        {"updates": 10, "flop_cap": 2.5e7},  # the cap ends the seeds at different updates
         {"algo": "ppo", "ppo_epochs": 2},
-        {"kl_coef": 0.1, "grpo_minibatches": 2, "max_rollout_steps": 150},
+        {"kl_coef": 0.1, "grpo_minibatches": 2, "token_cap": 150},
         {"updates": 4, "dynamic_sampling": True, "kl_bound": "adaptive_lr"},  # seeds draw again, each its own way
     ],
 )
-def test_seeds_in_lockstep_train_as_each_seed_alone(pool, overrides):
-    """``train_seeds`` plays every seed's rollouts in one forward per step and answers every seed's
-    update rule with one forward and one backward: each seed's run stays bit for bit its run alone
-    (parameters, metrics, compute), PPO's value head, GRPO's minibatches, KL term and caps included."""
+def test_a_run_is_a_function_of_its_seed_whatever_its_settings(pool, overrides):
+    """Every update rule, cap and draw reads the seed's own generators: the same seed twice gives
+    the same run (parameters, metrics, compute), another seed another, PPO's value head, GRPO's
+    minibatches, KL term, caps and dynamic sampling's extra draws included."""
     settings = quick(**overrides)
-    alone = [tiny.train(pool.envs, pool.tasks, settings, seed=seed) for seed in (3, 4, 5)]
-    together = tiny.train_seeds(pool.envs, pool.tasks, settings, [3, 4, 5])
-    assert [r.param_hash for r in together] == [r.param_hash for r in alone]
-    assert [r.metrics for r in together] == [r.metrics for r in alone]
-    assert [r.compute for r in together] == [r.compute for r in alone]
-    if "max_flops" in overrides:
-        assert len({len(r.metrics) for r in alone}) > 1
+    runs = tiny.train_seeds(pool.envs, pool.tasks, settings, [3, 4, 5])
+    again = tiny.train(pool.envs, pool.tasks, settings, seed=3)
+    assert (runs[0].param_hash, runs[0].metrics, runs[0].compute) == (again.param_hash, again.metrics, again.compute)
+    assert runs[1].param_hash != runs[0].param_hash
+    if "flop_cap" in overrides:
+        assert len({len(r.metrics) for r in runs}) > 1
 
 
-def test_a_seed_that_fails_in_lockstep_stops_alone(pool, monkeypatch):
-    """A seed whose update diverges fails there while the seeds beside it go on as they would alone."""
+def test_a_seed_that_fails_stops_alone(pool, monkeypatch):
+    """A seed whose update diverges fails there, and a job's next seed trains as it would alone."""
 
     real_rule, calls = updates_module.UPDATES["grpo"], {}
 
-    def diverge_on_the_second_seeds_third_update(u):
+    def diverge_on_the_first_seeds_third_update(u):
         calls.setdefault(id(u.policy), []).append(None)
-        seed_order = list(calls).index(id(u.policy))
-        if seed_order == 1 and len(calls[id(u.policy)]) == 3:
+        if list(calls).index(id(u.policy)) == 0 and len(calls[id(u.policy)]) == 3:
             raise Diverged("non-finite loss")
-        return (yield from real_rule(u))
+        return real_rule(u)
 
-    monkeypatch.setitem(updates_module.UPDATES, "grpo", diverge_on_the_second_seeds_third_update)
-    runs = tiny.train_seeds(pool.envs, pool.tasks, quick(updates=4), [3, 4, 5])
-    assert [r.status for r in runs] == ["ok", "failed", "ok"]
-    assert runs[1].error == "Diverged: non-finite loss" and len(runs[1].metrics) == 2
-    assert len(runs[0].metrics) == len(runs[2].metrics) == 4
+    monkeypatch.setitem(updates_module.UPDATES, "grpo", diverge_on_the_first_seeds_third_update)
+    runs = tiny.train_seeds(pool.envs, pool.tasks, quick(updates=4), [4, 5])
+    assert [r.status for r in runs] == ["failed", "ok"]
+    assert runs[0].error == "Diverged: non-finite loss" and len(runs[0].metrics) == 2
+    assert len(runs[1].metrics) == 4
     monkeypatch.setitem(updates_module.UPDATES, "grpo", real_rule)
-    assert runs[2].param_hash == tiny.train(pool.envs, pool.tasks, quick(updates=4), seed=5).param_hash
+    assert runs[1].param_hash == tiny.train(pool.envs, pool.tasks, quick(updates=4), seed=5).param_hash
 
 
 @pytest.mark.parametrize("loss_agg_mode", algos.LOSS_AGG_MODES)
@@ -478,14 +475,14 @@ def test_a_grpo_update_in_chunks_accumulates_the_gradient_of_one_pass(pool, monk
     episodes = [
         episode
         for g, task in enumerate(pool.tasks[:16])
-        for episode in Episode.group(specs, task, g, False, settings.group_size)
+        for episode in Episode.group(specs, task, g, False, settings.d_traj)
     ]
     torch.manual_seed(1)
     reference = ToolPointer(settings.width).requires_grad_(False)  # another policy: the KL term has a gradient
     torch.manual_seed(0)
     policy = ToolPointer(settings.width)
     rollout(policy, episodes, np.random.default_rng(0))
-    group = torch.arange(16).repeat_interleave(settings.group_size)
+    group = torch.arange(16).repeat_interleave(settings.d_traj)
     assert len({e.partial for e in episodes}) > 1  # some advantages are not zero
     horizon = max(spec["max_steps"] for spec in specs.by_id.values())
     gradients = {}
@@ -501,7 +498,7 @@ def test_a_grpo_update_in_chunks_accumulates_the_gradient_of_one_pass(pool, monk
         context = updates_module.UpdateContext(
             policy, reference, None, episodes, group, settings, horizon, np.random.default_rng(0)
         )
-        (out,) = updates_module.run_updates([context])
+        out = updates_module.UPDATES["grpo"](context)
         policy.zero_grad()
         gradients[budget] = (out, taken[0])
     (whole, whole_grads), (chunked, chunked_grads) = gradients[10**9], gradients[1]
@@ -519,7 +516,7 @@ def test_behaviour_cloning_plays_the_references_and_lowers_their_loss(pool):
     """``bc`` teacher-forces each visited task's reference through the real environment and trains
     the cross-entropy of the reference calls, which falls. A reference succeeds unless one of its
     calls is not among the policy's candidates (a value its view has not shown): it is cut there."""
-    settings = quick(algo="bc", group_size=1, updates=12, visits_per_update=8, lr=3e-3)
+    settings = quick(algo="bc", d_traj=1, updates=12, visits_per_update=8, lr=3e-3)
     result = tiny.train(pool.envs, pool.tasks, settings, seed=0)
     assert result.status == "ok"
     assert np.mean([row["success_mean"] for row in result.metrics]) > 0.9
@@ -534,7 +531,7 @@ def test_a_run_starts_from_its_base_and_keeps_the_snapshots_it_asks_for(pool):
     """A run from ``init`` starts from the base's weights (its snapshot 0 is the base), its last
     snapshot is its final state; PPO's value head, which a BC base lacks, starts from the seed's
     init; a base of another width does not fit."""
-    base = tiny.train(pool.envs, pool.tasks, quick(algo="bc", group_size=1), seed=5).state
+    base = tiny.train(pool.envs, pool.tasks, quick(algo="bc", d_traj=1), seed=5).state
     result = tiny.train_seeds(pool.envs, pool.tasks, quick(), [0], init=base, snapshots=[0, 3])[0]
     assert set(result.snapshots) == {0, 3}
     assert all(torch.equal(result.snapshots[0][name], weight) for name, weight in base.items())
@@ -563,7 +560,7 @@ def _draw(scores: list[list[float]], first_task: int) -> visits_module.Draw:
 
 
 def test_dynamic_sampling_keeps_the_first_groups_with_a_signal_and_counts_every_draw():
-    settings = quick(group_size=2, dynamic_sampling=True)
+    settings = quick(d_traj=2, dynamic_sampling=True)
     draws = [_draw([[0, 0], [1, 0], [1, 1]], 0), _draw([[0, 1], [0, 0], [1, 0]], 3)]
     visit = visits_module.visit_of(draws, settings, None)
     assert [task["task_id"] for task in visit.tasks] == ["t1", "t3", "t5"]  # as many as the first draw had
@@ -572,14 +569,14 @@ def test_dynamic_sampling_keeps_the_first_groups_with_a_signal_and_counts_every_
     assert visit.dropped_zero_variance == 3  # t0, t2 and t4 played alike; none had a signal left over
     nothing = visits_module.visit_of([_draw([[0, 0], [1, 1]], 0), _draw([[0, 0], [0, 0]], 2)], settings, None)
     assert [task["task_id"] for task in nothing.tasks] == ["t0", "t1"] and nothing.dropped_zero_variance == 2
-    plain = visits_module.visit_of(draws[:1], quick(group_size=2), None)
+    plain = visits_module.visit_of(draws[:1], quick(d_traj=2), None)
     assert [task["task_id"] for task in plain.tasks] == ["t0", "t1", "t2"] and plain.dropped_zero_variance == 0
 
 
 def test_a_dynamic_sampling_run_pays_for_every_draw(pool):
     """Drawn groups are compute the run spent (visits, episodes, env steps); an update trains on at
     most a plain update's groups and draws again only while it is short of groups with a signal."""
-    v, g = QUICK["visits_per_update"], QUICK["group_size"]
+    v, g = QUICK["visits_per_update"], QUICK["d_traj"]
     result = tiny.train(pool.envs, pool.tasks, quick(updates=6, dynamic_sampling=True, max_draws=3), seed=0)
     rows = result.metrics
     assert all(row["drawn_groups"] in (v, 2 * v, 3 * v) and 1 <= row["groups"] <= v for row in rows)
@@ -605,9 +602,9 @@ def test_rollout_kl_is_zero_without_a_step_and_measured_every_few_updates_with_o
     grpo = tiny.train(pool.envs, pool.tasks, quick(updates=6), seed=0).metrics
     assert all(row["rollout_kl"] == 0 and row["probe_flops"] == 0 for row in grpo if not row["gradient_steps"])
     policy = train_module.make_policy(quick())
-    episodes = [Episode.group(Specs(pool.envs), pool.tasks[0], 7, False, 4)]
-    rollout(policy, episodes[0], np.random.default_rng(0))
-    ((kl, flops),) = updates_module.rollout_kls([policy], episodes)
+    episodes = Episode.group(Specs(pool.envs), pool.tasks[0], 7, False, 4)
+    rollout(policy, episodes, np.random.default_rng(0))
+    kl, flops = updates_module.rollout_kl(policy, episodes)
     assert abs(kl) < 1e-6 and flops > 0  # the rollout policy itself: no divergence
 
 

@@ -82,7 +82,7 @@ def test_prepared_run_passes_verl_config_validation_and_sets_the_pitfall_keys(
     cfg = validate_overrides(override_list)
 
     rollout = cfg.actor_rollout_ref.rollout
-    assert rollout.n == settings["group_size"]
+    assert rollout.n == settings["d_traj"]
     assert cfg.data.train_batch_size == settings["visits_per_update"]
     assert cfg.trainer.total_training_steps == settings["updates"]
     assert cfg.actor_rollout_ref.actor.optim.lr == settings["lr"]
@@ -138,8 +138,8 @@ def test_verl_validation_rejects_a_batch_the_gpus_cannot_split(schema, model_dir
 
 def test_settings_verl_cannot_honour_are_refused(schema, model_dir, tmp_path):
     settings = train_settings(schema, "grpo")
-    with pytest.raises(ValueError, match="max_rollout_steps"):
-        overrides({**settings, "max_rollout_steps": 1000}, tiny_job(model_dir, tmp_path))
+    with pytest.raises(ValueError, match="token_cap"):
+        overrides({**settings, "token_cap": 1000}, tiny_job(model_dir, tmp_path))
     sampling = {"dynamic_sampling": True, "max_draws": 3}  # the tiny learner's, as a design switched on carries them
     with pytest.raises(ValueError, match=r"cannot honour \['dynamic_sampling'\]"):
         overrides({**settings, **sampling}, tiny_job(model_dir, tmp_path))

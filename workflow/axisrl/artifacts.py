@@ -22,6 +22,7 @@ import polars as pl
 
 from axisrl import __version__
 from axisrl.config import SCHEMA_VERSION, StageSpec, canonical_json
+from axisrl.schema import current_names
 
 PREFIX = "axisrl."
 CATALOG_NAME = "catalog.parquet"
@@ -141,9 +142,16 @@ def read_artifact(path: str | Path, stage: str | None = None) -> pl.DataFrame:
     if stage is not None and meta.stage != stage:
         raise ArtifactError(f"{path}: written by stage '{meta.stage}', expected '{stage}'")
     try:
-        return pl.read_parquet(path)
+        frame = pl.read_parquet(path)
     except (pl.exceptions.PolarsError, OSError) as exc:
         raise ArtifactError(f"{path}: not a readable Parquet file (truncated or corrupt): {first_line(exc)}") from None
+    return with_current_names(frame)
+
+
+def with_current_names(frame: pl.DataFrame) -> pl.DataFrame:
+    """A frame written before a column was renamed, under the names of today (``axisrl.schema.RENAMED``)."""
+    names = current_names(dict.fromkeys(frame.columns))
+    return frame.rename(dict(zip(frame.columns, names, strict=True)))
 
 
 def read_table(path: str | Path) -> pl.DataFrame:
@@ -154,7 +162,7 @@ def read_table(path: str | Path) -> pl.DataFrame:
     if not path.is_file():
         raise ArtifactError(f"{path}: no such file")
     try:
-        return pl.read_csv(path) if kind == "CSV" else pl.read_parquet(path)
+        return with_current_names(pl.read_csv(path) if kind == "CSV" else pl.read_parquet(path))
     except (pl.exceptions.PolarsError, OSError) as exc:
         raise ArtifactError(
             f"{path}: not a readable {kind} file (truncated, corrupt or another format): {first_line(exc)}"

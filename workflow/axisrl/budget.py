@@ -45,15 +45,15 @@ PLANNED_CONVENTIONS = ("fixed_visits", "token_cap", "iso_flop")
 class TrainingBudget:
     """What one run of a design executes. ``updates`` is exact for ``fixed_visits`` and the most a
     capped run may take; ``visits_per_update`` is the number of groups an update plays, each of
-    ``group_size`` real rollouts plus ``synthetic_per_visit`` synthetic trajectories."""
+    ``d_traj`` real rollouts plus ``synthetic_per_visit`` synthetic trajectories."""
 
     convention: str
     updates: int
     visits_per_update: int
-    group_size: int
+    d_traj: int
     synthetic_per_visit: int = 0
-    max_rollout_steps: int | None = None
-    max_flops: float | None = None
+    token_cap: int | None = None
+    flop_cap: float | None = None
 
     @property
     def visits(self) -> int:
@@ -63,16 +63,16 @@ class TrainingBudget:
     @property
     def rollouts(self) -> int:
         """Real rollouts of the whole run (exact for ``fixed_visits``; the most a capped run plays)."""
-        return self.visits * self.group_size
+        return self.visits * self.d_traj
 
     def trainer_settings(self) -> dict[str, Any]:
         """The backend settings this budget sets (the tiny trainer's and the verl overrides' names)."""
         return {
             "updates": self.updates,
             "visits_per_update": self.visits_per_update,
-            "group_size": self.group_size,
-            "max_rollout_steps": self.max_rollout_steps,
-            "max_flops": self.max_flops,
+            "d_traj": self.d_traj,
+            "token_cap": self.token_cap,
+            "flop_cap": self.flop_cap,
         }
 
 
@@ -109,8 +109,8 @@ def training_budget(design: Mapping[str, Any], train: Mapping[str, Any]) -> Trai
         visits,
         d_traj,
         synthetic,
-        max_rollout_steps=int(train["token_cap"]) if convention == "token_cap" else None,
-        max_flops={"iso_flop": train.get("flop_cap"), "charged_flops": design.get("flop_budget")}.get(convention),
+        token_cap=int(train["token_cap"]) if convention == "token_cap" else None,
+        flop_cap={"iso_flop": train.get("flop_cap"), "charged_flops": design.get("flop_budget")}.get(convention),
     )
 
 

@@ -185,7 +185,7 @@ def _recipe(budget: float, domain: str | None, law_path: str | None, starts: int
 
     from axisrl.laws.joint import predict_loss
     from axisrl.recipe import RECIPE_AXES, solve
-    from axisrl.recipe.study import law_from_frame
+    from axisrl.recipe.fitted import law_from_frame
 
     path = Path(law_path) if law_path else _newest_law()
     frame = read_artifact(path, "recipe")
@@ -297,7 +297,7 @@ def _targets(texts: list[str]) -> dict[str, float]:
 
 def _study_config(configs: list[str]) -> tuple[dict, frozenset[str]]:
     """The study ``configs`` name (overlays on config/config.yaml), refused where Snakemake refuses
-    it, by the same code (the schema: ``load_config``; the study's designs: ``planner.train_keys``),
+    it, by the same code (the schema: ``load_config``; the study's designs: ``stages.registry.train_keys``),
     and its train keys."""
     from axisrl.config import ConfigError, load_config, load_yaml
 
@@ -310,7 +310,7 @@ def _study_config(configs: list[str]) -> tuple[dict, frozenset[str]]:
         )
     paths = [base, *(Path(c) for c in configs if Path(c).resolve() != base.resolve())]
     config = load_config(*paths, schema_path=schema)
-    from axisrl.planner import train_keys  # after the files are read: a mistyped one is named in a second
+    from axisrl.stages.registry import train_keys  # after the files are read: a mistyped one is named in a second
 
     try:
         return config, train_keys(config, load_yaml(schema))

@@ -12,12 +12,14 @@ import copy
 import functools
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import yaml
+
+from axisrl.schema import RENAMED
 
 if TYPE_CHECKING:
     import jsonschema
@@ -295,6 +297,41 @@ def _hashed(value: Any, schema: Mapping[str, Any]) -> bool:
     return not (schema.get(HASHED_WHEN_ENABLED) and isinstance(value, dict) and not value.get("enabled"))
 
 
+def project(config: Mapping[str, Any], paths: Sequence[str], strict: bool = True) -> dict[str, Any]:
+    """The part of ``config`` under ``paths`` (dotted; ``*`` matches every key at its level), nested as
+    in the config. ``strict``: a path the config lacks is an error (a registry typo); otherwise it is
+    left out (a speed-only option is absent from the hashed config)."""
+    out: dict[str, Any] = {}
+    for path in paths:
+        _copy_path(config, path.split("."), out, path, strict)
+    return out
+
+
+def _copy_path(source: Mapping[str, Any], parts: list[str], target: dict[str, Any], path: str, strict: bool) -> None:
+    head, *rest = parts
+    names = list(source) if head == "*" else [head]
+    for name in names:
+        if name not in source:
+            if strict:
+                raise KeyError(f"the config has no {path!r}")
+            continue
+        if rest:
+            inner = target.get(name, {})
+            _copy_path(source[name], rest, inner, path, strict)
+            if inner:
+                target[name] = inner
+        else:
+            target[name] = copy.deepcopy(source[name])
+
+
+def value_at(config: Mapping[str, Any], path: str) -> Any:
+    """The config's value at a dotted path."""
+    value: Any = config
+    for part in path.split("."):
+        value = value[part]
+    return value
+
+
 def _normalise_numbers(value: Any) -> Any:
     """Integral floats hash like ints, so ``1.0`` in one file and ``1`` in another agree."""
     if isinstance(value, float) and value.is_integer():
@@ -310,6 +347,23 @@ def canonical_json(value: Any) -> str:
     return json.dumps(_normalise_numbers(value), sort_keys=True, separators=(",", ":"), ensure_ascii=True)
 
 
+KEYED_UNDER_OLD_NAMES = {"train": ("settings", "budget")}
+"""The sections of a stage's config whose renamed settings (``axisrl.schema.RENAMED``) its key hashes
+under their old names, so that every key made before the renames stands (a finished study is not
+retrained for a name)."""
+
+
+def _key_config(stage: str, config: Mapping[str, Any]) -> Mapping[str, Any]:
+    sections = KEYED_UNDER_OLD_NAMES.get(stage, ())
+    if not any(isinstance(config.get(section), dict) for section in sections):
+        return config
+    old = {new: old for old, new in RENAMED.items()}
+    return {
+        name: {old.get(k, k): v for k, v in value.items()} if name in sections and isinstance(value, dict) else value
+        for name, value in config.items()
+    }
+
+
 @dataclass(frozen=True)
 class StageSpec:
     """What a stage's artifacts are keyed by: its config section and its upstream keys."""
@@ -321,7 +375,12 @@ class StageSpec:
     @functools.cached_property
     def key(self) -> str:
         """Computed once: the config it covers is never modified after the spec is made."""
-        payload = {"stage": self.stage, "schema_version": SCHEMA_VERSION, "config": self.config, "inputs": self.inputs}
+        payload = {
+            "stage": self.stage,
+            "schema_version": SCHEMA_VERSION,
+            "config": _key_config(self.stage, self.config),
+            "inputs": self.inputs,
+        }
         return hashlib.sha256(canonical_json(payload).encode()).hexdigest()[:KEY_LENGTH]
 
     def directory(self, results: str | Path = "results") -> Path:

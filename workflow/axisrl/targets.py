@@ -6,11 +6,10 @@ name."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 if TYPE_CHECKING:
     from axisrl.config import StageSpec
-    from axisrl.stages.registry import Study
 
 LAW_FRAMES = (
     "axis_fits",
@@ -275,13 +274,23 @@ def study_targets(recipe: bool, curves: bool = False) -> dict[str, Target]:
     }
 
 
-def study_spec(study: Study) -> StageSpec:
+class Keyed(Protocol):
+    """What ``study_spec`` reads of a study (``axisrl.stages.Study``): named here, so that the targets,
+    which the stages import, import nothing of the stages."""
+
+    @property
+    def hashed(self) -> Mapping[str, Any]: ...
+
+    @property
+    def specs(self) -> Mapping[str, StageSpec]: ...
+
+
+def study_spec(study: Keyed) -> StageSpec:
     """The key of a study's own outputs, ``results/studies/<key>/`` (its tables and figures): the
     hashed config under ``STUDY_READS`` and the keys of the stages its targets' frames are drawn from,
     so a study that would write other tables or figures has another folder, and one that would write
     the same ones finds them there. Built like a stage's key (``StageSpec``, stage ``studies``)."""
-    from axisrl.config import StageSpec
-    from axisrl.stages.registry import project, value_at
+    from axisrl.config import StageSpec, project, value_at
 
     recipe = bool(value_at(study.hashed, "recipe.enabled"))
     stages = sorted(

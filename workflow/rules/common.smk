@@ -6,7 +6,7 @@ from snakemake.logging import logger
 
 from axisrl.budget import expected_work
 from axisrl.cluster_cost import allocation_shortfall
-from axisrl.config import ConfigError, load_yaml, validate_config
+from axisrl.config import ConfigError, load_yaml, validate_config, value_at
 from axisrl.plan import Design
 from axisrl.scripting import Uncompared
 from axisrl.stages import (
@@ -17,7 +17,6 @@ from axisrl.stages import (
     point_jobs,
     study,
     validation_base,
-    value_at,
 )
 from axisrl.targets import (
     FIGURES,

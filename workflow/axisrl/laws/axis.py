@@ -31,44 +31,29 @@ from axisrl.laws.data import (
 from axisrl.laws.intervals import PointEstimates, linear_interval, pooled_log_loss, slope_coefficients
 from axisrl.laws.models import (
     ALPHA_BOUNDS,
-    ALPHA_GRID,
     LEVEL,
     MIN_POINTS,
     N_PARAMS,
     ExponentFit,
-    FloorProfile,
     fit_floor,
     fit_power,
-    floor_profile,
     quasi_aicc,
 )
 
 __all__ = [
-    "ALPHA_BOUNDS",
-    "ALPHA_GRID",
     "FIT_SCHEMA",
-    "LEVEL",
     "LOO_SCHEMA",
-    "MIN_POINTS",
-    "N_PARAMS",
     "ORDERING_SCHEMA",
     "SLOPE_SCHEMA",
     "TREND_SCHEMA",
-    "ExponentFit",
-    "FloorProfile",
     "axis_ordering",
     "fit_axes",
     "fit_axes_by",
-    "fit_floor",
-    "fit_power",
-    "floor_profile",
     "leave_one_out",
     "local_slopes",
-    "quasi_aicc",
     "slope_intervals",
     "success_trends",
 ]
-"""``axis``'s own names and the ``models`` names it re-exports for the modules that import them from here."""
 
 
 FIT_SCHEMA = {

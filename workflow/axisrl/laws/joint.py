@@ -30,7 +30,6 @@ import numpy as np
 import polars as pl
 from scipy import optimize, special, stats
 
-from axisrl.laws.axis import ALPHA_BOUNDS, LEVEL, quasi_aicc
 from axisrl.laws.data import (
     AXES,
     RunArrays,
@@ -41,6 +40,7 @@ from axisrl.laws.data import (
     task_matrix,
     usable_runs,
 )
+from axisrl.laws.models import ALPHA_BOUNDS, LEVEL, quasi_aicc
 
 if TYPE_CHECKING:
     from statsmodels.genmod.generalized_linear_model import GLMResults

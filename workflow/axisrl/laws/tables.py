@@ -15,7 +15,7 @@ from functools import reduce
 import numpy as np
 import polars as pl
 
-from axisrl.laws.axis import FIT_SCHEMA, LEVEL, MIN_POINTS, fit_axes, fit_axes_by
+from axisrl.laws.axis import FIT_SCHEMA, fit_axes, fit_axes_by
 from axisrl.laws.data import (
     AXES,
     RunArrays,
@@ -27,6 +27,7 @@ from axisrl.laws.data import (
     task_matrix,
     usable_runs,
 )
+from axisrl.laws.models import LEVEL, MIN_POINTS
 
 
 def in_families(runs: pl.DataFrame, *prefixes: str) -> pl.DataFrame:

@@ -38,7 +38,6 @@ from axisrl.planner.cost import (
     cpu_cost,
     measured_cpu_cost,
     measured_jobs,
-    train_keys,
 )
 from axisrl.planner.design_search import candidates, search
 from axisrl.planner.model import (
@@ -104,7 +103,6 @@ __all__ = [
     "predict_kappa",
     "search",
     "stated_truth",
-    "train_keys",
     "two_stage_study",
 ]
 

@@ -1,6 +1,7 @@
 """What a design costs: CPU-seconds per tiny run fitted to a finished study's measured train jobs (or the
-stated model), GPU-hours from ``axisrl.cluster_cost``, and the train keys that say which measured jobs
-are a study's. Apart because pricing reads result files and configs, not simulated studies."""
+stated model) and GPU-hours from ``axisrl.cluster_cost``. Which measured jobs are a study's the caller
+says by their train keys (``axisrl.stages.registry.train_keys``: the stages' keys, which sit above the
+planner). Apart because pricing reads result files and configs, not simulated studies."""
 
 from __future__ import annotations
 
@@ -55,18 +56,6 @@ POOL_FACTORS = (0.5, 1.0, 2.0)
 STATED_RUN_SECONDS = (4.35, 0.00084)
 """CPU-seconds of a tiny run, base and per rollout, fitted to the default study's train jobs (AMD
 EPYC, 2 vCPUs: bench/README, an adaptive second wave): the price where a study has no measured jobs."""
-
-
-def train_keys(config: Mapping[str, Any], schema: Mapping[str, Any]) -> frozenset[str]:
-    """The train stage's keys of every run the study ``config`` plans (each domain's in a study
-    across domains), from the registry Snakemake keys its jobs by: a measured train job is this
-    study's when its key is one. A study Snakemake refuses (a design the pool or the budget cannot
-    honour) raises the same ConfigError here."""
-    from axisrl.config import domain_configs, validate_config
-    from axisrl.stages import study
-
-    configs = [validate_config(c, schema) for c in domain_configs(config, schema).values()] or [config]
-    return frozenset(point.train.key for c in configs for point in study(c, schema).points.values())
 
 
 def measured_jobs(results: Path, keys: Collection[str] | None = None) -> list[str]:

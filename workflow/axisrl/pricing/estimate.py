@@ -22,8 +22,8 @@ import numpy as np
 import polars as pl
 from scipy import optimize, special
 
-from axisrl.laws.axis import LEVEL, fit_power
 from axisrl.laws.data import clipped_loss, point_statistics
+from axisrl.laws.models import LEVEL, fit_power
 
 OK = "ok"
 KAPPA_SCHEMA = {

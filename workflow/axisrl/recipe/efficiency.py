@@ -26,7 +26,7 @@ ACCOUNTING = {
     "charged_compute": "charged_compute",
 }
 """Table 9's columns (mean over a point's usable runs) and the runs' columns they average."""
-BUDGET_COLUMNS = ("budget_rollouts", "max_rollout_steps", "max_flops")
+BUDGET_COLUMNS = ("budget_rollouts", "token_cap", "flop_cap")
 """What the train stage records of a run's training budget (``axisrl.budget``), read to charge it."""
 
 
@@ -40,19 +40,19 @@ def with_charged_compute(runs: pl.DataFrame, model: CostModel | None) -> pl.Data
         pl.lit(None, pl.Float64).alias(column) for column in BUDGET_COLUMNS if column not in runs.columns
     )
     if model is None:
-        return runs.with_columns(charged_compute=pl.col("max_flops").cast(pl.Float64))
+        return runs.with_columns(charged_compute=pl.col("flop_cap").cast(pl.Float64))
     widths = runs["width"].cast(pl.Float64).to_numpy()
     ones = np.ones_like(widths)
     per_rollout = model.executed({"width": widths, "d_env": ones, "d_task": ones, "d_traj": ones}) / model.visits
     rollouts = (
-        pl.when(pl.col("max_rollout_steps").is_not_null())
-        .then(pl.col("max_rollout_steps") / model.tokens_per_rollout)
+        pl.when(pl.col("token_cap").is_not_null())
+        .then(pl.col("token_cap") / model.tokens_per_rollout)
         .otherwise(pl.col("budget_rollouts"))
     )
     return (
         runs.with_columns(pl.Series("_per_rollout", per_rollout))
         .with_columns(
-            charged_compute=pl.coalesce(pl.col("max_flops").cast(pl.Float64), pl.col("_per_rollout") * rollouts)
+            charged_compute=pl.coalesce(pl.col("flop_cap").cast(pl.Float64), pl.col("_per_rollout") * rollouts)
         )
         .drop("_per_rollout")
     )

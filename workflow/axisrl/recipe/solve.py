@@ -20,13 +20,9 @@ from scipy import optimize
 
 from axisrl.laws.joint import Law
 from axisrl.recipe.cost import RECIPE_AXES, Cost, SyntheticOption
-from axisrl.recipe.problem import Allocation, Bounds, InfeasibleBudget, _Problem, allocation_at
+from axisrl.recipe.problem import Allocation, Bounds, InfeasibleBudget, _Problem
 
 __all__ = [
-    "Allocation",
-    "Bounds",
-    "InfeasibleBudget",
-    "allocation_at",
     "compute_efficiency",
     "draw_path",
     "log_budgets",

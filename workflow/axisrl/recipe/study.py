@@ -1,7 +1,7 @@
 """The recipe of a study: its cost model from measured drivers, the recipe path and exponents with
-bootstrap intervals, and Tables 18-21. With what it re-exports it is everything the ``recipe`` and
-``validate`` stages call: the law (``fitted``), the pre-registered strategy designs (``designs``),
-and what the strategy runs spent and the recipe's compute efficiency (``efficiency``).
+bootstrap intervals, and Tables 18-21. The ``recipe`` and ``validate`` stages call it beside the law
+(``fitted``), the pre-registered strategy designs (``designs``) and what the strategy runs spent and
+the recipe's compute efficiency (``efficiency``).
 
 Reads collect's runs and episodes (polars frames) and returns polars frames; the ``recipe`` stage
 writes them and the strategy runs it plans are trained like every other run.
@@ -28,64 +28,20 @@ import polars as pl
 from axisrl.laws.joint import Law
 from axisrl.laws.tables import in_families
 from axisrl.recipe.cost import RECIPE_AXES, CostModel
-from axisrl.recipe.designs import (
-    STRATEGIES,
-    Prediction,
-    charged_design,
-    prediction_interval,
-    round_design,
-    strategy_curves,
-    strategy_designs,
-)
-from axisrl.recipe.efficiency import ACCOUNTING, BUDGET_COLUMNS, accounting, efficiency_table, with_charged_compute
 from axisrl.recipe.exponents import bootstrap_exponents, exponents, paper_convention
-from axisrl.recipe.fitted import (
-    LAW_FAMILIES,
-    FittedLaw,
-    RecipeSettings,
-    StoredLaw,
-    budgets,
-    centre_cost,
-    corner_cost,
-    fit_recipe_law,
-    fixed_axes,
-    law_frame,
-    law_from_frame,
-)
+from axisrl.recipe.fitted import LAW_FAMILIES, FittedLaw, RecipeSettings, budgets, fixed_axes
 from axisrl.recipe.solve import recipe_path
 
 __all__ = [
-    "ACCOUNTING",
-    "BUDGET_COLUMNS",
     "DRIVERS",
-    "LAW_FAMILIES",
     "PERTURBED",
-    "STRATEGIES",
-    "FittedLaw",
-    "Prediction",
-    "RecipeSettings",
-    "StoredLaw",
-    "accounting",
-    "budgets",
-    "centre_cost",
-    "charged_design",
-    "corner_cost",
     "cost_frame",
     "cost_model",
     "drivers_table",
-    "efficiency_table",
     "exponent_table",
-    "fit_recipe_law",
     "identification",
-    "law_frame",
-    "law_from_frame",
     "perturbation_table",
-    "prediction_interval",
     "progression_table",
-    "round_design",
-    "strategy_curves",
-    "strategy_designs",
-    "with_charged_compute",
 ]
 
 DRIVERS = (

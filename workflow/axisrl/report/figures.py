@@ -42,7 +42,6 @@ __all__ = [
     "figure4",
     "interaction_figure",
     "interaction_grid",
-    "placeholder",
 ]
 
 AXIS_ORDER = ("d_env", "d_task", "d_traj")

@@ -24,7 +24,7 @@ from axisrl.laws.tables import in_families
 from axisrl.report import style
 from axisrl.report.panels import placeholder, require_columns, wilson, wilson_interval
 
-__all__ = ["noise_figure", "seed_spread_interval", "wilson_interval"]
+__all__ = ["noise_figure", "seed_spread_interval"]
 
 AXIS_ORDER = ("d_env", "d_task", "d_traj")
 SEED_SHIFT, POOLED_SHIFT, JITTER = -0.14, 0.14, 0.06

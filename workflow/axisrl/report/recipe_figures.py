@@ -1,6 +1,5 @@
 """The recipe's figures, drawn from the recipe and validate stages' frames (PNG + PDF out), with
-one colour per strategy and one per axis shared between them. ``figures`` re-exports both, so
-every figure target is named in ``axisrl.report.figures``.
+one colour per strategy and one per axis shared between them.
 
 * ``figure1`` -- same compute, different outcomes (paper Figure 1): at the largest pre-registered
   compute level, measured held-out success per strategy (bars, Wilson 95% interval) against its prediction, and

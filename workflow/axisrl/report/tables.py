@@ -15,7 +15,8 @@ from typing import Any
 import polars as pl
 
 from axisrl.budget import visits_per_run
-from axisrl.recipe.study import DRIVERS, accounting, cost_model, drivers_table, with_charged_compute
+from axisrl.recipe.efficiency import accounting, with_charged_compute
+from axisrl.recipe.study import DRIVERS, cost_model, drivers_table
 from axisrl.report.compact import compact_table, markdown, readable
 
 DESIGN_COLUMNS = ("d_env", "d_task", "d_traj", "width", "budget")

@@ -28,7 +28,6 @@ from axisrl.stages.registry import (
     resolve,
     study,
     validation_base,
-    value_at,
 )
 from axisrl.targets import FIGURES, TABLES
 
@@ -75,5 +74,4 @@ __all__ = [
     "point_jobs",
     "study",
     "validation_base",
-    "value_at",
 ]

@@ -103,7 +103,7 @@ def pricing(
 
 
 def _recipe_settings(settings: Mapping[str, Any]) -> Any:
-    from axisrl.recipe.study import RecipeSettings
+    from axisrl.recipe.fitted import RecipeSettings
 
     recipe = settings["recipe"]
     return RecipeSettings(
@@ -124,27 +124,29 @@ def recipe(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, st
     pre-registers: their designs and predicted success are written before any of them is trained."""
     from axisrl.datasets import task_capacity
     from axisrl.recipe import study
+    from axisrl.recipe.designs import strategy_curves, strategy_designs
+    from axisrl.recipe.fitted import centre_cost, fit_recipe_law, law_frame
 
     options = _recipe_settings(settings)
     runs = read_artifact(inputs["runs"], "collect")
     runs = runs.filter(pl.col("domain") == settings["domain"])
     drivers = study.drivers_table(runs)
     model = study.cost_model(options.cost, drivers.row(0, named=True), options.visits)
-    fitted = study.fit_recipe_law(runs, read_artifact(inputs["episodes"], "collect"), options)
+    fitted = fit_recipe_law(runs, read_artifact(inputs["episodes"], "collect"), options)
     log.info(
         "recipe law over %s: %s; centre cost %.3g %s",
         sorted(fitted.law.alpha),
         fitted.law,
-        study.centre_cost(fitted, model),
+        centre_cost(fitted, model),
         model.currency,
     )
     path, exponents = study.exponent_table(fitted, model, options)
     frames = {
-        "law": study.law_frame(fitted),
+        "law": law_frame(fitted),
         "cost": study.cost_frame(model, settings["domain"]),
         "path": path,
         "exponents": exponents,
-        "curves": study.strategy_curves(fitted, model, options),
+        "curves": strategy_curves(fitted, model, options),
         "table18": drivers,
         "table19": study.progression_table(fitted, options, drivers.row(0, named=True)),
         "table20": exponents.filter(pl.col("axis") != "share_weighted_sum").select(
@@ -157,7 +159,7 @@ def recipe(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, st
             "paper_exponent",
         ),
         "table21": study.perturbation_table(fitted, model, options),
-        "strategies": study.strategy_designs(
+        "strategies": strategy_designs(
             fitted,
             model,
             options,
@@ -186,7 +188,8 @@ def validate(
     from axisrl.laws.data import pool_points, usable_runs
     from axisrl.plan import run_key
     from axisrl.recipe import CostModel
-    from axisrl.recipe.study import accounting, efficiency_table, law_from_frame
+    from axisrl.recipe.efficiency import accounting, efficiency_table
+    from axisrl.recipe.fitted import law_from_frame
 
     strategies = read_artifact(inputs["strategies"], "recipe")
     trained = pl.concat([read_artifact(p, "train") for p in inputs["train_runs"]], how="diagonal_relaxed")

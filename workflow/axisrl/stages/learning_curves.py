@@ -61,7 +61,7 @@ def curves(
     the seeds' ``TrainResult`` (with their snapshots); ``evaluated``: each seed's held-out records
     (every tier, from ``starts``); ``base_v``: the base's V success (None: random init). A failed
     run has no curve (its last weights may not be finite)."""
-    from axisrl.backends.tiny import evaluate_seeds, make_policy
+    from axisrl.backends.tiny import evaluate, make_policy
 
     v_rows = [k for k, task in enumerate(heldout_tasks) if task["tier"] == VALIDATION_TIER]
     if not v_rows:
@@ -86,18 +86,12 @@ def curves(
                 pending.append(Pending(run, update, result.snapshots[update]))
     started = time.process_time()
     played = {}
-    block = max(1, len(results))
     v_starts = starts.subset(v_rows)
-    for first in range(0, len(pending), block):
-        chunk = pending[first : first + block]
-        policies = []
-        for point in chunk:
-            policy = make_policy(results[point.run].settings)
-            policy.load_state_dict(point.state)
-            policies.append(policy)
-        records = evaluate_seeds(policies, heldout_envs, v_tasks, evaluate_seed, v_starts, domain=domain)
-        for point, scored in zip(chunk, records):
-            played[(run_keys[point.run], point.update)] = float(np.mean([r["success"] for r in scored]))
+    for point in pending:
+        policy = make_policy(results[point.run].settings)
+        policy.load_state_dict(point.state)
+        scored = evaluate(policy, heldout_envs, v_tasks, evaluate_seed, starts=v_starts, domain=domain)
+        played[(run_keys[point.run], point.update)] = float(np.mean([r["success"] for r in scored]))
     seconds = time.process_time() - started
     for row in rows:
         if row["p_V"] is None:

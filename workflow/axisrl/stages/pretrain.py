@@ -32,8 +32,8 @@ SIGNATURE_COLUMNS = ("sig_api", "sig_schema", "sig_sem", "skin")
 BASE_RUN_KEY = "base"
 """The run key of the base's own held-out episodes."""
 SELECTION_BLOCK = 8
-"""Checkpoints evaluated on V together; the next block only while none has reached the target (the
-rule chooses the earliest that does, so later checkpoints cannot change the choice)."""
+"""Checkpoints evaluated on V a block at a time; the next block only while none has reached the
+target (the rule chooses the earliest that does, so later checkpoints cannot change the choice)."""
 
 
 def rate(rows: Sequence[Mapping[str, Any]]) -> float:
@@ -62,7 +62,7 @@ def pretrain(
     """Make the pretraining pool, behaviour-clone a base on it, choose the base on V, evaluate it."""
     limit_threads(1)
     from axisrl import domains
-    from axisrl.backends.tiny import TrainSettings, checkpoint, evaluate_seeds, save_checkpoints, train_seeds
+    from axisrl.backends.tiny import HeldoutStarts, TrainSettings, checkpoint, evaluate, save_checkpoints, train_seeds
     from axisrl.backends.tiny.train import make_policy, param_hash
 
     p = settings["pretrain"]
@@ -84,7 +84,7 @@ def pretrain(
         width=settings["width"],
         updates=p["steps"],
         visits_per_update=p["references_per_step"],
-        group_size=1,
+        d_traj=1,
         lr=p["lr"],
         leak_primitive_role=settings["leak_primitive_role"],
     )
@@ -116,12 +116,15 @@ def pretrain(
         policy.load_state_dict(result.snapshots[step])
         policies.append(policy.eval())
     started = time.process_time()
+    heldout_rows, v_tasks, domain = heldout_envs.to_dicts(), validation.to_dicts(), settings["domain"]
+    starts = HeldoutStarts(heldout_rows, v_tasks, settings["evaluate_seed"], bc.leak_primitive_role, domain)
     scored: list[list[dict[str, Any]]] = []
     while len(scored) < len(steps) and not any(rate(rows) >= p["base_success"] for rows in scored):
-        block = policies[len(scored) : len(scored) + SELECTION_BLOCK]  # in lockstep; later ones only if needed
-        scored += evaluate_seeds(
-            block, heldout_envs.to_dicts(), validation.to_dicts(), settings["evaluate_seed"], domain=settings["domain"]
-        )
+        block = policies[len(scored) : len(scored) + SELECTION_BLOCK]  # later ones only if needed
+        scored += [
+            evaluate(policy, heldout_rows, v_tasks, settings["evaluate_seed"], starts=starts, domain=domain)
+            for policy in block
+        ]
     selection_seconds = time.process_time() - started
     flops = np.cumsum([0] + [row["rollout_flops"] + row["train_flops"] for row in result.metrics])
     evaluated = [len(rows) for rows in scored] + [None] * (len(steps) - len(scored))
@@ -154,13 +157,7 @@ def pretrain(
         )
     log.info("base: %d BC steps, V success %.3f (n=%d)", chosen["bc_steps"], chosen["p_V"], chosen["n_V"])
 
-    episodes = evaluate_seeds(
-        [policies[row]],
-        heldout_envs.to_dicts(),
-        heldout_tasks.to_dicts(),
-        settings["evaluate_seed"],
-        domain=settings["domain"],
-    )[0]
+    episodes = evaluate(policies[row], heldout_rows, heldout_tasks.to_dicts(), settings["evaluate_seed"], domain=domain)
     base = {
         **checkpoint(result),
         "state_dict": result.snapshots[chosen["bc_steps"]],

@@ -13,7 +13,6 @@ imports its ``run`` function (``"module:function"`` under ``axisrl.stages``).
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import importlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -21,49 +20,14 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from axisrl.budget import TRAIN_KEYS, training_budget
-from axisrl.config import StageSpec, hashed_part
+from axisrl.config import StageSpec, domain_configs, hashed_part, project, validate_config
 from axisrl.plan import Design, backend_settings, check_designs, plan_designs, run_key, seed_batches
-
-
-def project(config: Mapping[str, Any], paths: Sequence[str], strict: bool = True) -> dict[str, Any]:
-    """The part of ``config`` under ``paths`` (dotted; ``*`` matches every key at its level), nested as
-    in the config. ``strict``: a path the config lacks is an error (a registry typo); otherwise it is
-    left out (a speed-only option is absent from the hashed config)."""
-    out: dict[str, Any] = {}
-    for path in paths:
-        _copy_path(config, path.split("."), out, path, strict)
-    return out
-
-
-def _copy_path(source: Mapping[str, Any], parts: list[str], target: dict[str, Any], path: str, strict: bool) -> None:
-    head, *rest = parts
-    names = list(source) if head == "*" else [head]
-    for name in names:
-        if name not in source:
-            if strict:
-                raise KeyError(f"the config has no {path!r}")
-            continue
-        if rest:
-            inner = target.get(name, {})
-            _copy_path(source[name], rest, inner, path, strict)
-            if inner:
-                target[name] = inner
-        else:
-            target[name] = copy.deepcopy(source[name])
 
 
 def resolve(name: str) -> Callable[..., Any]:
     """The function a ``module:function`` name stands for (imported only when asked for)."""
     module, function = name.split(":")
     return getattr(importlib.import_module(module), function)
-
-
-def value_at(config: Mapping[str, Any], path: str) -> Any:
-    """The config's value at a dotted path."""
-    value: Any = config
-    for part in path.split("."):
-        value = value[part]
-    return value
 
 
 @dataclass(frozen=True)
@@ -138,8 +102,8 @@ def _train(read: Mapping[str, Any], design: Design, seeds: Sequence[int]) -> dic
             "budget_visits": budget.visits,
             "budget_rollouts": budget.rollouts,
             "visits_per_update": budget.visits_per_update,
-            "max_rollout_steps": budget.max_rollout_steps,
-            "max_flops": budget.max_flops,
+            "token_cap": budget.token_cap,
+            "flop_cap": budget.flop_cap,
         },
         "seeds": list(seeds),
         "run_keys": [run_key(design.point_key, seed) for seed in seeds],
@@ -420,6 +384,15 @@ def study(config: Mapping[str, Any], schema: Mapping[str, Any]) -> Study:
     return Study(specs, points, hashed, first_wave)
 
 
+def train_keys(config: Mapping[str, Any], schema: Mapping[str, Any]) -> frozenset[str]:
+    """The train stage's keys of every run the study ``config`` plans (each domain's in a study
+    across domains), as ``study`` keys Snakemake's jobs: a measured train job is this study's when
+    its key is one. A study Snakemake refuses (a design the pool or the budget cannot honour) raises
+    the same ConfigError here."""
+    configs = [validate_config(c, schema) for c in domain_configs(config, schema).values()] or [config]
+    return frozenset(point.train.key for c in configs for point in study(c, schema).points.values())
+
+
 def _digest(points: Iterable[PointJobs]) -> str:
     """One key for many points' jobs: their train (or evaluate) keys, sorted, hashed."""
     return hashlib.sha256(",".join(sorted((p.evaluate or p.train).key for p in points)).encode()).hexdigest()[:12]
@@ -445,7 +418,6 @@ __all__ = [
     "episodes_stage",
     "key_table",
     "point_jobs",
-    "project",
     "study",
-    "value_at",
+    "train_keys",
 ]

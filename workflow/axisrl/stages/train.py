@@ -31,7 +31,7 @@ def train(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, str
         HeldoutStarts,
         TrainSettings,
         checkpoint,
-        evaluate_seeds,
+        evaluate,
         policy_of,
         save_checkpoints,
         train_seeds,
@@ -54,14 +54,14 @@ def train(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, str
     synthetic = synthetic_trajectories(settings["domain"], design, tasks, inputs, settings.get("sources"))
     backend = TrainSettings.from_dict(settings["settings"])
     budget = settings["budget"]
-    planned = {key: budget[key] for key in ("budget_visits", "budget_rollouts", "max_rollout_steps", "max_flops")}
+    planned = {key: budget[key] for key in ("budget_visits", "budget_rollouts", "token_cap", "flop_cap")}
     horizon = float(np.mean([json.loads(spec)["max_steps"] for spec in envs["spec"]]))
     effective = effective_d_task(tasks)
     seeds, run_keys = settings["seeds"], settings["run_keys"]
     init, base = starting_point(settings, inputs)
     curve_points = settings.get("curve_points", 0)
     snapshots = curve_updates(backend.updates, curve_points) if curve_points else ()
-    log.info("train %s seeds %s in lockstep: %d envs, %d tasks", run_keys, seeds, envs.height, tasks.height)
+    log.info("train %s seeds %s: %d envs, %d tasks", run_keys, seeds, envs.height, tasks.height)
     results = train_seeds(
         envs.to_dicts(),
         tasks.to_dicts(),
@@ -101,14 +101,17 @@ def train(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, str
     started = time.process_time()
     evaluate_seed = settings["evaluate"]["seed"]
     starts = HeldoutStarts(heldout_envs, heldout_tasks, evaluate_seed, backend.leak_primitive_role, settings["domain"])
-    evaluated = evaluate_seeds(
-        [policy_of(checkpoints[seed]) for seed in seeds],
-        heldout_envs,
-        heldout_tasks,
-        evaluate_seed,
-        starts,
-        domain=settings["domain"],
-    )
+    evaluated = [
+        evaluate(
+            policy_of(checkpoints[seed]),
+            heldout_envs,
+            heldout_tasks,
+            evaluate_seed,
+            starts=starts,
+            domain=settings["domain"],
+        )
+        for seed in seeds
+    ]
     per_episode = (time.process_time() - started) / max(1, sum(map(len, evaluated)))
     for row in runs:  # measured like the cost drivers: what the planner prices a larger held-out pool at
         row["heldout_seconds_per_episode"] = per_episode

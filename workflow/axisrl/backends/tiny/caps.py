@@ -105,10 +105,10 @@ def visits_within_caps(
     the cap even when it trains. ``drawn``: the update's draws played so far (dynamic sampling),
     counted as spent."""
     most = s.visits_per_update if most is None else most
-    if s.max_rollout_steps is not None and totals.env_steps + sum(p.env_steps for p in drawn) >= s.max_rollout_steps:
+    if s.token_cap is not None and totals.env_steps + sum(p.env_steps for p in drawn) >= s.token_cap:
         return 0
-    if s.max_flops is None or not metrics:
+    if s.flop_cap is None or not metrics:
         return most
     spent = totals.rollout_flops + totals.train_flops + sum(p.flops for p in drawn)
-    left = (s.max_flops - spent) / dearest_visit_flops(metrics)
+    left = (s.flop_cap - spent) / dearest_visit_flops(metrics)
     return min(most, math.floor(left / 2)) if left >= 2 else int(left >= 0.5)

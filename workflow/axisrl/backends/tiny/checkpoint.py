@@ -12,7 +12,8 @@ from typing import Any
 import torch
 
 from axisrl.backends.tiny.policy import ToolPointer
-from axisrl.backends.tiny.train import TrainResult, TrainSettings, make_policy
+from axisrl.backends.tiny.settings import TrainSettings
+from axisrl.backends.tiny.train import TrainResult, make_policy
 
 
 def checkpoint(result: TrainResult) -> dict[str, Any]:

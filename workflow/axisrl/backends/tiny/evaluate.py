@@ -17,16 +17,15 @@ from typing import Any
 
 import numpy as np
 
-from axisrl.backends.tiny.policy import PolicyStack, ToolPointer
-from axisrl.backends.tiny.rollout import Diverged, Episode, Specs, no_cyclic_gc, rollout, rollout_seeds
+from axisrl.backends.tiny.policy import ToolPointer
+from axisrl.backends.tiny.rollout import Diverged, Episode, Specs, no_cyclic_gc, rollout
 from axisrl.domains import DEFAULT_DOMAIN
 from axisrl.domains.canon import canonical_json
 
 EVAL_CHUNK_ACTIVATIONS = 256 * 64
-"""Episodes x policy width rolled out together per policy: a lockstep batch's activations grow
-with both, so this bounds its memory (256 episodes at width 64; a width-256 policy in batches of
-64 episodes; bench/README.md has what one large batch held). ``evaluate_seeds`` plays this many
-per seed, so that each seed's forwards have the shapes they have alone."""
+"""Episodes x policy width rolled out together: a batch's activations grow with both, so this
+bounds its memory (256 episodes at width 64; a width-256 policy in batches of 64 episodes;
+bench/README.md has what one large batch held)."""
 
 
 def _episode_seeds(tasks: Sequence[Mapping[str, Any]], seed: int) -> list[int]:
@@ -82,51 +81,22 @@ def evaluate(
     fraction), steps, tool_calls, errors. ``starts``: the same ``envs``, ``tasks`` and ``seed``
     already started (``HeldoutStarts``), to evaluate several policies on them. ``first_primitive``:
     each record also has ``first_primitive``, the primitive of the episode's first call
-    (``Episode.first_primitive``), read after the episode ended; nothing else changes."""
-    if greedy:
-        return evaluate_seeds([policy], envs, tasks, seed, starts, first_primitive, domain)[0]
+    (``Episode.first_primitive``), read after the episode ended; nothing else changes. Non-finite
+    scores raise ``Diverged``."""
     starts = _starts_for(policy, envs, tasks, seed, starts, domain)
-    action_rng = np.random.default_rng([seed, 1])
+    action_rng = None if greedy else np.random.default_rng([seed, 1])
     policy.eval()
     records = []
-    chunk = _chunk(policy)
+    chunk = max(1, EVAL_CHUNK_ACTIVATIONS // policy.width)
     with no_cyclic_gc():
         for start in range(0, len(tasks), chunk):
             episodes = starts.fork(start, start + chunk)
-            rollout(policy, episodes, action_rng)
+            try:
+                rollout(policy, episodes, action_rng)
+            except Diverged:
+                raise Diverged("non-finite candidate scores in evaluation") from None
             records += _records(episodes, first_primitive)
     return records
-
-
-def evaluate_seeds(
-    policies: Sequence[ToolPointer],
-    envs: Sequence[Mapping[str, Any]],
-    tasks: Sequence[Mapping[str, Any]],
-    seed: int,
-    starts: HeldoutStarts | None = None,
-    first_primitive: bool = False,
-    domain: str = DEFAULT_DOMAIN,
-) -> list[list[dict[str, Any]]]:
-    """Greedy ``evaluate`` of several policies (a job's seeds) at once, in lockstep
-    (``rollout_seeds``): each policy's records are those ``evaluate`` gives it alone, bit for bit
-    (each plays the same chunks of tasks as alone, so every forward has its own shapes)."""
-    starts = _starts_for(policies[0], envs, tasks, seed, starts, domain)
-    stack = PolicyStack([policy.eval() for policy in policies])
-    records: list[list[dict[str, Any]]] = [[] for _ in policies]
-    chunk = _chunk(policies[0])
-    with no_cyclic_gc():
-        for start in range(0, len(tasks), chunk):
-            episodes = [starts.fork(start, start + chunk) for _ in policies]
-            for stats in rollout_seeds(stack, episodes, [None] * len(policies), [None] * len(policies)):
-                if stats.diverged:
-                    raise Diverged("non-finite candidate scores in evaluation")
-            for seed_records, seed_episodes in zip(records, episodes):
-                seed_records += _records(seed_episodes, first_primitive)
-    return records
-
-
-def _chunk(policy: ToolPointer) -> int:
-    return max(1, EVAL_CHUNK_ACTIVATIONS // policy.width)
 
 
 def _starts_for(

@@ -13,48 +13,12 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
 
 import numpy as np
 import torch
 
 from axisrl.backends.tiny.encoding import Decision, EpisodeFeatures
 from axisrl.backends.tiny.vocab import MAX_STEP_FEATURE, N_STRUCT, SECTIONS
-
-
-class SeedRows(NamedTuple):
-    """Rows of one kind in a lockstep batch (``PolicyStack``): the seed of each row and the rows of
-    each seed. Rows are seed-contiguous (seed 0's first), so a seed's rows are one slice."""
-
-    seed: torch.Tensor
-    counts: list[int]
-
-    @classmethod
-    def of(cls, seed: np.ndarray, n_seeds: int) -> SeedRows:
-        return cls(_tensor(seed), np.bincount(seed, minlength=n_seeds).tolist())
-
-
-class EpisodeSeeds(NamedTuple):
-    """``SeedRows`` of an ``EpisodeBatch``'s row kinds (``goal``: goal occurrences, ``goal_sym``:
-    those that are symbols)."""
-
-    sym: SeedRows
-    goal: SeedRows
-    clause: SeedRows
-    tool: SeedRows
-    param: SeedRows
-    goal_sym: SeedRows
-
-
-class DecisionSeeds(NamedTuple):
-    """``SeedRows`` of a ``Batch``'s row kinds."""
-
-    sym: SeedRows
-    occ: SeedRows
-    step: SeedRows
-    dec: SeedRows
-    val: SeedRows
-    cand: SeedRows
 
 
 @dataclass
@@ -83,9 +47,6 @@ class EpisodeBatch:
     sym_base: np.ndarray
     tool_base: np.ndarray
     param_base: np.ndarray
-    episode_seed: np.ndarray | None = None
-    """The seed of each episode in a lockstep batch (episodes in seed order), else None."""
-    seeds: EpisodeSeeds | None = None
 
 
 @dataclass
@@ -122,8 +83,6 @@ class Batch:
     cand_start: np.ndarray
     """First candidate row of each decision (candidates of a decision are contiguous)."""
     cand_count: np.ndarray
-    seeds: DecisionSeeds | None = None
-    """Each row's seed in a lockstep batch, else None."""
 
 
 def _flat(lists: Sequence[list[int]]) -> np.ndarray:
@@ -147,10 +106,8 @@ def _tensor(array: np.ndarray) -> torch.Tensor:
     return torch.from_numpy(np.ascontiguousarray(array, dtype=np.int64))
 
 
-def collate_episodes(
-    episodes: Sequence[EpisodeFeatures], episode_seed: np.ndarray | None = None, n_seeds: int = 1
-) -> EpisodeBatch:
-    """``episode_seed``: for a lockstep batch, each episode's seed among ``n_seeds`` (episodes in seed order)."""
+def collate_episodes(episodes: Sequence[EpisodeFeatures]) -> EpisodeBatch:
+    """One batch of the episode-level rows of ``episodes``."""
     n = len(episodes)
     n_static = np.fromiter((e.n_static for e in episodes), dtype=np.int64, count=n)
     sym_base = _offsets(n_static)
@@ -162,24 +119,6 @@ def collate_episodes(
     n_tools = _lengths([e.tool_table for e in episodes])
     tool_base = _offsets(n_tools)
     n_params = _lengths([e.param_tool for e in episodes])
-    seeds = None
-    if episode_seed is not None:
-        if np.any(np.diff(episode_seed) < 0):
-            raise ValueError("a lockstep batch holds its episodes in seed order")
-        goal_seed = np.repeat(episode_seed, goal_len)
-        seeds = EpisodeSeeds(
-            *(
-                SeedRows.of(rows, n_seeds)
-                for rows in (
-                    np.repeat(episode_seed, n_static),
-                    goal_seed,
-                    np.repeat(episode_seed, n_clauses),
-                    np.repeat(episode_seed, n_tools),
-                    np.repeat(episode_seed, n_params),
-                    goal_seed[is_sym],
-                )
-            )
-        )
     return EpisodeBatch(
         sym_kind=_tensor(_flat([e.sym_kind[: e.n_static] for e in episodes])),
         sym_slot=_tensor(_flat([e.sym_slot[: e.n_static] for e in episodes])),
@@ -202,8 +141,6 @@ def collate_episodes(
         sym_base=sym_base,
         tool_base=tool_base,
         param_base=_offsets(n_params),
-        episode_seed=episode_seed,
-        seeds=seeds,
     )
 
 
@@ -262,27 +199,6 @@ def collate(episodes: EpisodeBatch, decisions: Sequence[Decision], rows: Sequenc
     used = np.flatnonzero(pointed)
     arg_val = (np.cumsum(pointed) - 1)[arg_val]  # rank among the used values
     val_dec = np.repeat(np.arange(n), val_len)[used]
-    seeds = None
-    if episodes.seeds is not None:
-        dec_seed = episodes.episode_seed[ep]
-        if np.any(np.diff(dec_seed) < 0):
-            raise ValueError("a lockstep batch holds its decisions in seed order")
-        step_seed = dec_seed[step_dec]
-        n_seeds = len(episodes.seeds.sym.counts)
-        seeds = DecisionSeeds(
-            *(
-                SeedRows.of(rows, n_seeds)
-                for rows in (
-                    np.repeat(dec_seed, n_sym),
-                    step_seed[occ_step],
-                    step_seed,
-                    dec_seed,
-                    dec_seed[val_dec],
-                    dec_seed[cand_dec],
-                )
-            )
-        )
-
     return Batch(
         episodes=episodes,
         dec_episode=_tensor(ep),
@@ -311,5 +227,4 @@ def collate(episodes: EpisodeBatch, decisions: Sequence[Decision], rows: Sequenc
         recall_step=_tensor(recall_step),
         cand_start=cand_start,
         cand_count=cand_count,
-        seeds=seeds,
     )

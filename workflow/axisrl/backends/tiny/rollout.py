@@ -25,7 +25,7 @@ import torch
 from axisrl import domains
 from axisrl.backends.tiny.encoding import Decision, EpisodeFeatures
 from axisrl.backends.tiny.features import Batch, collate, collate_episodes
-from axisrl.backends.tiny.policy import PolicyStack, ToolPointer, seed_scores, segment_entropy, segment_log_softmax
+from axisrl.backends.tiny.policy import ToolPointer, segment_entropy, segment_log_softmax
 from axisrl.domains import Domain
 from axisrl.domains.canon import canonical_json
 from axisrl.domains.compact import CompactView
@@ -254,8 +254,6 @@ class RolloutStats:
     """Wall time of the whole rollout. The ``*_seconds`` are measured cost drivers, never compute."""
     unmatched_steps: int = 0
     """Scripted calls that no candidate plays (each ends its replay, truncated)."""
-    diverged: bool = False
-    """The policy's scores turned non-finite, and the rollout stopped there."""
 
 
 def distinct(items: Sequence[Any]) -> tuple[list[Any], np.ndarray]:
@@ -341,112 +339,50 @@ def rollout(
     step_budget: int | None = None,
     scripts: Sequence[Sequence[Any]] | None = None,
 ) -> RolloutStats:
-    """Run ``episodes`` to the end in lockstep (sampling with ``rng``, greedy without). With a
-    ``step_budget``, stop at exactly that many env steps: episodes still running are truncated.
-    Episodes that share a node (``Episode.group``) are scored once per decision point they share.
-    With ``scripts`` (a list of calls per episode) every episode is teacher-forced instead: it
-    takes the candidate that plays its script's next call (``call_key``), scored and recorded like
-    a sampled action, and ends truncated when its script runs out or no candidate plays the call.
-    Non-finite scores raise ``Diverged``."""
-    stats = _lockstep(policy, [episodes], [rng], [step_budget], None if scripts is None else [scripts])[0]
-    if stats.diverged:
-        raise Diverged("non-finite candidate scores")
-    return stats
-
-
-def rollout_seeds(
-    stack: PolicyStack,
-    episodes: Sequence[Sequence[Episode]],
-    rngs: Sequence[np.random.Generator | None],
-    step_budgets: Sequence[int | None],
-    scripts: Sequence[Sequence[Sequence[Any]]] | None = None,
-) -> list[RolloutStats]:
-    """``rollout`` for every seed of a ``PolicyStack`` at once: seed s plays ``episodes[s]`` with its
-    own policy, generator and step budget (teacher-forced on ``scripts[s]`` when given), and every
-    step of every seed is scored in one forward.
-    Each seed's episodes and stats are bit for bit those of ``rollout`` with its policy alone. A
-    seed whose scores turn non-finite stops there with ``diverged`` set; the others play on. The
-    shared costs (the forwards' and the whole rollout's wall time) are split evenly among the seeds."""
-    return _lockstep(stack if stack.n_seeds > 1 else stack.policies[0], episodes, rngs, step_budgets, scripts)
-
-
-def _lockstep(
-    scorer: ToolPointer | PolicyStack,
-    episodes: Sequence[Sequence[Episode]],
-    rngs: Sequence[np.random.Generator | None],
-    step_budgets: Sequence[int | None],
-    scripts: Sequence[Sequence[Sequence[Any]]] | None,
-) -> list[RolloutStats]:
-    """The loop behind ``rollout`` (one policy, ``episodes`` a list of one) and ``rollout_seeds``:
-    per seed its episodes, generator, step budget and stats; one batch and one forward per step."""
-    n_seeds = len(episodes)
-    stacked = isinstance(scorer, PolicyStack)
-    stats = [RolloutStats() for _ in range(n_seeds)]
-    start_flops = list(scorer.flops) if stacked else [scorer.flops]
+    """Run ``episodes`` to the end together, one batch and one forward per step (sampling with
+    ``rng``, greedy without). With a ``step_budget``, stop at exactly that many env steps: episodes
+    still running are truncated. Episodes that share a node (``Episode.group``) are scored once per
+    decision point they share. With ``scripts`` (a list of calls per episode) every episode is
+    teacher-forced instead: it takes the candidate that plays its script's next call
+    (``call_key``), scored and recorded like a sampled action, and ends truncated when its script
+    runs out or no candidate plays the call. Non-finite scores raise ``Diverged``."""
+    stats = RolloutStats()
+    start_flops = policy.flops
     started = time.perf_counter()
     with torch.inference_mode():  # no_grad's result, with less bookkeeping per op: nothing here is trained on
-        roots, root_of = distinct([e.node for seed_episodes in episodes for e in seed_episodes])
+        roots, _ = distinct([e.node for e in episodes])
         for r, root in enumerate(roots):
             root.row = r
-        root_seed = None
-        if stacked:  # a seed's episodes never share a node with another seed's
-            root_seed = np.zeros(len(roots), dtype=np.int64)
-            root_seed[root_of] = np.repeat(np.arange(n_seeds), [len(seed_episodes) for seed_episodes in episodes])
-        batch_of_episodes = collate_episodes([root.features for root in roots], root_seed, n_seeds)
-        encoded = scorer.encode_episodes(batch_of_episodes)
-        live = [[k for k, e in enumerate(seed_episodes) if not e.done] for seed_episodes in episodes]
-        while any(live):
-            forced: list[dict[int, int]] = [{}] * n_seeds
-            for s in range(n_seeds):
-                live[s], forced[s] = _live_within(
-                    episodes[s], live[s], stats[s], step_budgets[s], None if scripts is None else scripts[s]
-                )
-            if not any(live):
+        batch_of_episodes = collate_episodes([root.features for root in roots])
+        encoded = policy.encode_episodes(batch_of_episodes)
+        live = [k for k, e in enumerate(episodes) if not e.done]
+        while live:
+            live, forced = _live_within(episodes, live, stats, step_budget, scripts)
+            if not live:
                 break
-            nodes, node_of = distinct([episodes[s][k].node for s in range(n_seeds) for k in live[s]])
+            nodes, node_of = distinct([episodes[k].node for k in live])
             decisions = [node.features.decision() for node in nodes]
             batch = collate(batch_of_episodes, decisions, [node.row for node in nodes])
             forward_started = time.perf_counter()
-            logits, values = scorer(batch, encoded)
-            policy_seconds = time.perf_counter() - forward_started
+            logits, values = policy(batch, encoded)
+            stats.policy_seconds += time.perf_counter() - forward_started
+            actions, log_probs = _choose(logits, batch, node_of, rng, forced, live, stats)
             node_values = None if values is None else values.tolist()
-            first_node, first_live, playing = 0, 0, sum(map(bool, live))
-            for s in range(n_seeds):
-                n_live = len(live[s])
-                if not n_live:
-                    continue
-                stats[s].policy_seconds += policy_seconds / playing
-                seed_node_of = node_of[first_live : first_live + n_live] - first_node
-                n_nodes = int(seed_node_of.max()) + 1
-                actions, log_probs = _choose(
-                    logits, batch, first_node, n_nodes, seed_node_of, rngs[s], forced[s], live[s], stats[s]
-                )
-                if actions is None:  # non-finite scores: this seed stops here
-                    live[s] = []
-                else:
-                    seed_nodes = nodes[first_node : first_node + n_nodes]
-                    stepped = _step_nodes(seed_nodes, seed_node_of, actions, stats[s])
-                    for k, node, u, action, log_prob in zip(
-                        live[s], stepped, seed_node_of.tolist(), actions.tolist(), log_probs
-                    ):
-                        episode = episodes[s][k]
-                        episode.decisions.append(decisions[first_node + u])
-                        episode.actions.append(action)
-                        episode.log_probs.append(log_prob)
-                        if node_values is not None:
-                            episode.values.append(node_values[first_node + u])
-                        episode.node = node
-                    stats[s].env_steps += n_live
-                    stats[s].decisions += n_live
-                    stats[s].scored_decisions += n_nodes
-                    live[s] = [k for k in live[s] if not episodes[s][k].done]
-                first_node += n_nodes
-                first_live += n_live
-    seconds = (time.perf_counter() - started) / n_seeds
-    end_flops = scorer.flops if stacked else [scorer.flops]
-    for s in range(n_seeds):
-        stats[s].flops = end_flops[s] - start_flops[s]
-        stats[s].seconds = seconds
+            stepped = _step_nodes(nodes, node_of, actions, stats)
+            for k, node, u, action, log_prob in zip(live, stepped, node_of.tolist(), actions.tolist(), log_probs):
+                episode = episodes[k]
+                episode.decisions.append(decisions[u])
+                episode.actions.append(action)
+                episode.log_probs.append(log_prob)
+                if node_values is not None:
+                    episode.values.append(node_values[u])
+                episode.node = node
+            stats.env_steps += len(live)
+            stats.decisions += len(live)
+            stats.scored_decisions += len(nodes)
+            live = [k for k in live if not episodes[k].done]
+    stats.flops = policy.flops - start_flops
+    stats.seconds = time.perf_counter() - started
     return stats
 
 
@@ -475,22 +411,18 @@ def _live_within(
 def _choose(
     logits: torch.Tensor,
     batch: Batch,
-    first_node: int,
-    n_nodes: int,
     node_of: np.ndarray,
     rng: np.random.Generator | None,
     forced: dict[int, int],
     live: Sequence[int],
     stats: RolloutStats,
-) -> tuple[np.ndarray | None, list[float]]:
-    """One seed's actions at its nodes ``first_node ... + n_nodes`` of ``batch`` (scripted, sampled
-    with ``rng`` or greedy) and their log-probs, from that seed's slice of the scores alone (so
-    that it is computed as the seed alone computes it); None for non-finite scores."""
-    seed_logits, segment, starts, counts = seed_scores(logits, batch, first_node, n_nodes)
-    if not torch.isfinite(seed_logits).all():
-        stats.diverged = True
-        return None, []
-    log_probs = segment_log_softmax(seed_logits, segment, n_nodes)
+) -> tuple[np.ndarray, list[float]]:
+    """The live episodes' actions (scripted, sampled with ``rng`` or greedy) and their log-probs,
+    from the scores of the batch's decisions (one per distinct node). Non-finite scores raise ``Diverged``."""
+    if not torch.isfinite(logits).all():
+        raise Diverged("non-finite candidate scores")
+    n_nodes, segment, starts, counts = len(batch.cand_count), batch.cand_decision, batch.cand_start, batch.cand_count
+    log_probs = segment_log_softmax(logits, segment, n_nodes)
     entropy = segment_entropy(log_probs, segment, n_nodes).numpy()
     stats.entropy_sum += float(entropy[node_of].sum())
     log_probs = log_probs.numpy().astype(np.float64)

@@ -24,7 +24,7 @@ __all__ = ["SYNTHETIC_STREAM", "Synthesizer", "SyntheticEpisodes", "SyntheticTra
 @dataclass(frozen=True)
 class SyntheticTrajectories:
     """Trajectory-axis synthetic data: ``per_group`` synthetic trajectories (``D_s``) added to each
-    task's group of ``group_size`` real rollouts (``D_r``), from exactly one source:
+    task's group of ``d_traj`` real rollouts (``D_r``), from exactly one source:
 
     * ``replay`` (SWiRL-like: generated, filtered trajectories used as training signal): task id
       -> rows with ``calls`` (canonical JSON list of tool calls in the environment's own names,

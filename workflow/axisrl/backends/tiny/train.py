@@ -2,22 +2,22 @@
 (``algo="bc"``), which pretrains the study's base through the same loop.
 
 One update visits ``visits_per_update`` tasks (walking a seeded shuffle of the training tasks,
-reshuffled each pass, so every task is visited equally often), rolls out ``group_size`` episodes
+reshuffled each pass, so every task is visited equally often), rolls out ``d_traj`` episodes
 of each (one episode seed, so one anonymisation, per group: the samples of one prompt), then takes
 ``grpo_minibatches`` optimiser steps (GRPO) or ``ppo_epochs`` x ``ppo_minibatches`` steps (PPO): the update rule
 ``UPDATES`` holds under ``algo``. A non-finite score, loss, gradient or parameter ends the run
 with status ``"failed"`` and the metrics so far.
 
 Behaviour cloning plays no sampled rollouts: each visited task's reference calls are teacher-forced
-through the real environment (``group_size`` copies, so 1 is its sensible value) and the ``bc`` rule
+through the real environment (``d_traj`` copies, so 1 is its sensible value) and the ``bc`` rule
 trains on them. A run starts from random weights, or from ``init`` (a base's weights: the value head
 that PPO adds and a BC base lacks starts from the seed's random init).
 
 Synthetic trajectories (``SyntheticTrajectories``, GRPO only) join every group: ``per_group``
-of them per task beside the ``group_size`` real rollouts, the group's advantages normalised over
+of them per task beside the ``d_traj`` real rollouts, the group's advantages normalised over
 all of them as if they were more samples of the prompt (how many visits an update holds is the
 training budget's business, ``axisrl.budget``). Their steps do not count against
-``max_rollout_steps`` (a cap on real env steps); their FLOPs count against ``max_flops``.
+``token_cap`` (a cap on real env steps); their FLOPs count against ``flop_cap``.
 
 A FLOP cap ends the run close to the cap: once the cap leaves less than two updates, each update
 plays at most half the visits the recent FLOPs per visit say are left.
@@ -42,16 +42,15 @@ minibatches; synthetic trajectories (which ones are replayed, simulator seeds, s
 actions) draw from a generator of their own, seeded apart from those four so that asking for
 them leaves the real rollouts' streams as they were. Thread counts are the caller's business.
 
-A job's seeds train in lockstep (``train_seeds``; ``train`` is one seed of it): each update, the
-real rollouts of every running seed are scored together (``rollout_seeds``) and so are their
-update rules' forwards and backwards (``run_updates``), while each seed keeps its own policy,
-optimiser, generators, caps and synthetic source (``SeedRun``), so that a seed's run is bit for
-bit the run it has alone.
+One seed, one loop (``train``, as CleanRL's ``ppo.py`` reads): ROLLOUT, the update's groups played;
+UPDATE, the rule that ``algo`` names (``UPDATES``) takes its advantages, loss, backward and optimiser
+steps; RECORD, the metrics row. A job's seeds train one after another (``train_seeds``): training
+them in lockstep, one forward for every seed, bought about 2 % (issue 37) and is gone.
 
 Top to bottom: the result; the parts of an update (its visit, its metrics row); ``train`` and
-``train_seeds``, whose loop is ROLLOUT, UPDATE, RECORD; last ``SeedRun``, one seed's state and its side
-of each update. The settings live in ``settings``, the run's totals and caps in ``caps``, the update
-rules in ``updates`` (their registries ``UPDATES`` and ``KL_BOUNDS`` in ``registry``, below both), the
+``train_seeds``; last ``SeedRun``, one seed's state and the parts of its update that the loop calls.
+The settings live in ``settings``, the run's totals and caps in ``caps``, the update rules in
+``updates`` (their registries ``UPDATES`` and ``KL_BOUNDS`` in ``registry``, below both), the
 synthetic trajectories (and ``TaskSampler``, which walks the tasks as well as a task's replay rows) in
 ``synthetic``, an update's draws and what it trains on of them (``Draw``, ``Visit``) in ``visits``.
 """
@@ -59,6 +58,7 @@ synthetic trajectories (and ``TaskSampler``, which walks the tasks as well as a 
 from __future__ import annotations
 
 import copy
+import functools
 import hashlib
 import logging
 import math
@@ -72,17 +72,15 @@ import torch
 
 from axisrl.backends.tiny.caps import RunTotals, visits_within_caps
 from axisrl.backends.tiny.fast_torch import Adam, deterministic_eager_ops
-from axisrl.backends.tiny.policy import PolicyStack, ToolPointer
-from axisrl.backends.tiny.rollout import Diverged, Episode, RolloutStats, Specs, no_cyclic_gc, rollout_seeds
+from axisrl.backends.tiny.policy import ToolPointer
+from axisrl.backends.tiny.registry import KL_BOUNDS, UPDATES
+from axisrl.backends.tiny.rollout import Diverged, Episode, RolloutStats, Specs, no_cyclic_gc, rollout
 from axisrl.backends.tiny.settings import TrainSettings
 from axisrl.backends.tiny.synthetic import Synthesizer, SyntheticTrajectories, TaskSampler
 from axisrl.backends.tiny.updates import (
-    KL_BOUNDS,
-    UPDATES,
     UpdateContext,
     UpdateStats,
-    rollout_kls,
-    run_updates,
+    rollout_kl,
     trained_scores,
 )
 from axisrl.backends.tiny.visits import Draw, Visit, new_draw, summed_stats, visit_of, with_signal
@@ -92,12 +90,7 @@ from axisrl.domains import DEFAULT_DOMAIN
 log = logging.getLogger(__name__)
 
 __all__ = [
-    "UPDATES",
-    "SyntheticTrajectories",
     "TrainResult",
-    "TrainSettings",
-    "UpdateContext",
-    "UpdateStats",
     "make_policy",
     "param_hash",
     "train",
@@ -274,21 +267,45 @@ def train(
     progress: Callable[[dict[str, Any]], None] | None = None,
     synthetic: SyntheticTrajectories | None = None,
     init: Mapping[str, torch.Tensor] | None = None,
+    snapshots: Collection[int] = (),
     domain: str = DEFAULT_DOMAIN,
 ) -> TrainResult:
     """Train a policy on ``tasks`` (rows of env ``envs``, environments of ``domain``), from random
-    weights or from ``init``, with ``synthetic`` trajectories in its groups if given; see the
-    module docstring."""
-    return train_seeds(
-        envs,
-        tasks,
-        settings,
-        [seed],
-        None if progress is None else lambda _, row: progress(row),
-        synthetic,
-        init,
-        domain=domain,
-    )[0]
+    weights or from ``init`` (a base's weights), with ``synthetic`` trajectories in its groups if
+    given; ``progress(row)`` after each update; the result keeps the weights after each update
+    count in ``snapshots``. See the module docstring."""
+    run = SeedRun(envs, tasks, settings, seed, synthetic, init, domain)
+    run.snapshot(0, snapshots)
+    rule = UPDATES[settings.algo]
+    with no_cyclic_gc():
+        for update in range(settings.updates):
+            # ROLLOUT: the update's tasks, each played by its group of rollouts (under dynamic
+            # sampling, more draws while too few groups have a learning signal)
+            started = time.process_time()
+            if not run.draw(run.visits_within_caps()):
+                break
+            run.play_draws(update)
+            if not run.running:
+                break
+            visit, prepared = run.prepare(update)
+            if prepared is None:
+                break
+            rollout_seconds = time.process_time() - started + prepared.seconds
+            # UPDATE: the rule's advantages, loss, backward and optimiser steps on what was played
+            started = time.process_time()
+            try:
+                out = rule(prepared.context)
+            except Exception as exc:  # a failed run is a result, and the study goes on
+                run.fail(update, exc)
+                break
+            probe = run.probe(update, out, visit)
+            train_seconds = time.process_time() - started
+            # RECORD: the update's metrics row, totals and snapshot
+            run.record(update, visit, prepared, out, probe, rollout_seconds, train_seconds)
+            run.snapshot(len(run.metrics), snapshots)
+            if progress is not None:
+                progress(run.metrics[-1])
+    return run.result()
 
 
 def train_seeds(
@@ -302,105 +319,30 @@ def train_seeds(
     snapshots: Collection[int] = (),
     domain: str = DEFAULT_DOMAIN,
 ) -> list[TrainResult]:
-    """``train`` for every seed of ``seeds`` at once, in lockstep: each update, every seed still
-    running plays its visit's real rollouts together with the others' (one forward per step for
-    all seeds, ``rollout_seeds``), then takes its own update. A seed's run is a function of its
-    seed alone, bit for bit ``train(..., seed)``: its own policy, optimiser, generators and caps;
-    one that fails or ends early drops out while the others go on. ``progress(seed, row)`` after
-    each of a seed's updates. Every seed starts from ``init`` when given (a base's weights), and
-    its result keeps its weights after each update count in ``snapshots``."""
+    """``train`` for each seed of ``seeds``, one after another (a job's seeds); ``progress(seed, row)``."""
     if len(set(seeds)) != len(seeds):
         raise ValueError(f"seeds must be distinct, got {list(seeds)}")
-    with no_cyclic_gc():
-        runs = [SeedRun(envs, tasks, settings, seed, synthetic, init, domain) for seed in seeds]
-        for run in runs:
-            run.snapshot(0, snapshots)
-        stack: PolicyStack | None = None
-        for update in range(settings.updates):
-            # ROLLOUT: each running seed's draw, its real rollouts played in lockstep with the other seeds';
-            # under dynamic sampling, more draws for the seeds still short of groups with a learning signal
-            started = time.process_time()
-            playing = [run for run in runs if run.running and run.draw(run.visits_within_caps())]
-            if not playing:
-                break
-            if stack is None or stack.policies != [run.policy for run in playing]:
-                stack = PolicyStack([run.policy for run in playing])
-            _play_draws(stack, playing, update)
-            playing = [run for run in playing if run.running]
-            shared = (time.process_time() - started) / max(len(playing), 1)
-            # UPDATE: every seed's update rule, their forwards and backwards together; RECORD, seed by seed
-            prepared_runs = [(run, *run.prepare(update)) for run in playing]
-            updating = [(run, visit, prepared) for run, visit, prepared in prepared_runs if prepared is not None]
-            started = time.process_time()
-            outs = run_updates([prepared.context for _, _, prepared in updating])
-            probes = _probes([(run, visit) for (run, visit, _), out in zip(updating, outs) if run.probes(update, out)])
-            trained = (time.process_time() - started) / max(len(updating), 1)
-            for (run, visit, prepared), out in zip(updating, outs):
-                probe = probes.get(run.seed, Probe(0.0 if not _stepped(out) else None))
-                run.record(update, visit, prepared, out, probe, shared + prepared.seconds, trained)
-                if run.metrics and run.metrics[-1]["update"] == update:
-                    run.snapshot(len(run.metrics), snapshots)
-                    if progress is not None:
-                        progress(run.seed, run.metrics[-1])
-            stack.refresh()
-        return [run.result() for run in runs]
-
-
-def _play_draws(stack: PolicyStack, runs: Sequence[SeedRun], update: int) -> None:
-    """Play the runs' first draws; under dynamic sampling, draw again for the runs still short of
-    groups with a signal and play those, up to ``max_draws`` draws in all."""
-    s = runs[0].settings
-    draws_left = s.max_draws if s.dynamic_sampling else 1
-    while True:
-        _play(stack, runs, update)
-        draws_left -= 1
-        runs = [run for run in runs if draws_left and run.running and run.short() and run.draw(run.extra_visits())]
-        if not runs:
-            return
-        stack = PolicyStack([run.policy for run in runs])
-
-
-def _play(stack: PolicyStack, runs: Sequence[SeedRun], update: int) -> None:
-    """Play each run's latest draw in lockstep (one forward per step for all); a shared rollout that
-    raises fails every run in it."""
-    try:
-        stats = rollout_seeds(
-            stack,
-            [run.draws[-1].episodes for run in runs],
-            [run.action_rng for run in runs],
-            [run.steps_left() for run in runs],
-            None if runs[0].settings.algo != "bc" else [run.draws[-1].scripts for run in runs],
+    return [
+        train(
+            envs,
+            tasks,
+            settings,
+            seed,
+            None if progress is None else functools.partial(progress, seed),
+            synthetic,
+            init,
+            snapshots,
+            domain,
         )
-    except Exception as exc:
-        for run in runs:
-            run.fail(update, exc)
-        return
-    for run, played in zip(runs, stats):
-        run.played.append(played)
-
-
-def _stepped(out: UpdateStats | Exception) -> bool:
-    return isinstance(out, UpdateStats) and out.gradient_steps > 0
-
-
-def _probes(stepped: Sequence[tuple[SeedRun, Visit]]) -> dict[int, Probe]:
-    """Each run's ``rollout_kl`` on the decisions of the first real rollout of each group it trained
-    on (one in ``group_size``: re-scoring every rollout of every update cost 30 % of a default
-    run's CPU), without gradients. Behaviour cloning teacher-forces its episodes (no rollout
-    policy): not measured."""
-    if not stepped or stepped[0][0].settings.algo == "bc":
-        return {}
-    size = stepped[0][0].settings.group_size
-    measured = rollout_kls([run.policy for run, _ in stepped], [visit.episodes[::size] for _, visit in stepped])
-    return {run.seed: Probe(kl, flops) for (run, _), (kl, flops) in zip(stepped, measured)}
+        for seed in seeds
+    ]
 
 
 class SeedRun:
     """One seed's run: its generators, policy (and reference), optimiser, task sampler, synthetic
-    source, metrics and totals. ``train_seeds`` asks it for each update's ``draw`` (and, under
-    dynamic sampling, more while it is ``short``), plays their real rollouts beside the other
-    seeds', then asks it to ``prepare`` the update (its visit, synthetic rollouts and the rule's
-    context) and to ``record`` it (the loop ROLLOUT, UPDATE, RECORD of a seed)."""
+    source, metrics and totals, and the parts of an update that ``train``'s loop calls in turn:
+    ``draw`` and ``play_draws`` (ROLLOUT), ``prepare`` (the rule's context), ``probe`` after the
+    rule, and ``record`` (RECORD)."""
 
     def __init__(
         self,
@@ -478,15 +420,46 @@ class SeedRun:
         """The size of one more draw: the first draw's, or less where a cap (counting the draws so far) is near."""
         return visits_within_caps(self.settings, self.metrics, self.totals, self.played, len(self.draws[0].tasks))
 
-    def probes(self, update: int, out: UpdateStats | Exception) -> bool:
-        """Whether ``rollout_kl`` is measured after this update: it stepped, and a KL bound reads it
-        or the update is one of every ``PROBE_EVERY`` (an update that took no step moved nothing: 0)."""
-        return _stepped(out) and (self.settings.kl_bound is not None or update % PROBE_EVERY == 0)
+    def play_draws(self, update: int) -> None:
+        """Play the update's first draw; under dynamic sampling, draw again while short of groups
+        with a signal and play those, up to ``max_draws`` draws in all. A rollout that raises
+        (non-finite scores among them) fails the run."""
+        s = self.settings
+        draws_left = s.max_draws if s.dynamic_sampling else 1
+        while True:
+            try:
+                played = rollout(
+                    self.policy,
+                    self.draws[-1].episodes,
+                    self.action_rng,
+                    self.steps_left(),
+                    None if s.algo != "bc" else self.draws[-1].scripts,
+                )
+            except Exception as exc:
+                self.fail(update, exc)
+                return
+            self.played.append(played)
+            draws_left -= 1
+            if not (draws_left and self.short() and self.draw(self.extra_visits())):
+                return
+
+    def probe(self, update: int, out: UpdateStats, visit: Visit) -> Probe:
+        """``rollout_kl`` after an update that stepped, when a KL bound reads it or the update is one
+        of every ``PROBE_EVERY``: on the decisions of the first real rollout of each group it
+        trained on (one in ``d_traj``: re-scoring every rollout of every update cost 30 % of a
+        default run's CPU), without gradients. An update that took no step moved nothing: 0.
+        Behaviour cloning teacher-forces its episodes (no rollout policy): not measured."""
+        s = self.settings
+        if not out.gradient_steps:
+            return Probe(0.0)
+        if s.algo == "bc" or (s.kl_bound is None and update % PROBE_EVERY):
+            return Probe(None)
+        return Probe(*rollout_kl(self.policy, visit.episodes[:: s.d_traj]))
 
     def steps_left(self) -> int | None:
         s = self.settings
         drawn = sum(p.env_steps for p in self.played)
-        return None if s.max_rollout_steps is None else s.max_rollout_steps - self.totals.env_steps - drawn
+        return None if s.token_cap is None else s.token_cap - self.totals.env_steps - drawn
 
     def prepare(self, update: int) -> tuple[Visit, Prepared | None]:
         """The visit of the update whose draws were played, and what its rule trains on: its
@@ -496,8 +469,6 @@ class SeedRun:
         visit = visit_of(self.draws, s, self.synthesizer)
         real = summed_stats(self.played)
         try:
-            if real.diverged:
-                raise Diverged("non-finite candidate scores")
             synthetic = (
                 self.synthesizer.rollout(self.policy, visit.synthetic.episodes, visit.synthetic.scripts)
                 if self.synthesizer is not None and visit.synthetic.episodes
@@ -524,17 +495,13 @@ class SeedRun:
         update: int,
         visit: Visit,
         prepared: Prepared,
-        out: UpdateStats | Exception,
+        out: UpdateStats,
         probe: Probe,
         rollout_seconds: float,
         train_seconds: float,
     ) -> None:
-        """The update's metrics row and totals, or the run's failure when its rule raised
-        (``out``); ``*_seconds``: this seed's share of the CPU time of the update's parts. A KL
-        bound sets the next update's learning rate from ``probe`` (only after an update that stepped)."""
-        if isinstance(out, Exception):
-            self.fail(update, out)
-            return
+        """The update's metrics row and totals; ``*_seconds``: the CPU time of the update's parts.
+        A KL bound sets the next update's learning rate from ``probe`` (only after an update that stepped)."""
         _add_timings(self.timings, prepared.played, rollout_seconds, train_seconds)
         row = _metrics_row(update, visit, prepared.played, out, probe, self.settings, prepared.context.optimizer.lr)
         self.metrics.append(row)

@@ -1,23 +1,21 @@
-"""The tiny trainer's update rules: GRPO, PPO and behaviour cloning (BC), each a generator from an
+"""The tiny trainer's update rules: GRPO, PPO and behaviour cloning (BC), each a function from an
 ``UpdateContext`` (the update's episodes, the policy and its optimiser) to ``UpdateStats``,
-registered in ``UPDATES`` under the ``TrainSettings.algo`` that selects it.
+registered in ``UPDATES`` under the ``TrainSettings.algo`` that selects it (as verl's
+``core_algos.py`` registers its estimators and losses by name).
 
-A rule asks for what needs the policy's forward and backward by yielding it: ``Score`` (recompute
-the taken actions' log-probs with gradients; it is sent back a ``Scored``) and ``Backward`` (a
-finite loss to back-propagate). ``run_updates`` runs the rules of a job's seeds together, so one
-forward scores every seed's request and one backward serves every seed's loss (``PolicyStack``),
-while each rule clips and steps its own policy; each seed's gradients, and so its run, are bit for
-bit those of running its rule alone. Kept apart from ``train`` so that the trainer reads as its
-loop (ROLLOUT, UPDATE, RECORD) and a rule reads with the re-scoring and gradient steps it is built
-from. A non-finite loss, gradient or parameter raises ``Diverged``, which ends the run as failed.
+A rule re-scores the actions its episodes took with gradients (``rescore``: the policy's forward),
+forms its loss from ``algos``, back-propagates it (``_backward``) and steps the optimiser
+(``_step``). Kept apart from ``train`` so that the trainer reads as its loop (ROLLOUT, UPDATE,
+RECORD) and a rule reads with the re-scoring and gradient steps it is built from. A non-finite
+loss, gradient or parameter raises ``Diverged``, which ends the run as failed.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 import torch
@@ -32,28 +30,12 @@ from axisrl.backends.tiny.algos import (
 )
 from axisrl.backends.tiny.fast_torch import Adam
 from axisrl.backends.tiny.features import collate, collate_episodes
-from axisrl.backends.tiny.policy import PolicyStack, ToolPointer, seed_scores, segment_entropy, segment_log_softmax
+from axisrl.backends.tiny.policy import ToolPointer, segment_entropy, segment_log_softmax
 from axisrl.backends.tiny.registry import KL_BOUNDS, UPDATES
 from axisrl.backends.tiny.rollout import Diverged, Episode, distinct
 
 if TYPE_CHECKING:
     from axisrl.backends.tiny.settings import TrainSettings
-
-__all__ = [
-    "KL_BOUNDS",
-    "UPDATES",
-    "Backward",
-    "Score",
-    "UpdateContext",
-    "bc_update",
-    "UpdateStats",
-    "grpo_update",
-    "ppo_update",
-    "register_update",
-    "rollout_kls",
-    "run_updates",
-    "trained_scores",
-]
 
 
 @dataclass(frozen=True)
@@ -84,21 +66,7 @@ class UpdateStats:
     gradient_steps: int = 0
 
 
-class Score(NamedTuple):
-    """A rule's request: the taken actions' log-probs, values and entropies at ``picks`` ((episode,
-    step) pairs of ``episodes``), recomputed with gradients; answered with a ``Scored``."""
-
-    episodes: Sequence[Episode]
-    picks: Sequence[tuple[int, int]]
-
-
-class Backward(NamedTuple):
-    """A rule's request: back-propagate this finite scalar loss into its policy's gradients."""
-
-    loss: torch.Tensor
-
-
-UpdateRule = Callable[[UpdateContext], Generator[Score | Backward, Any, UpdateStats]]
+UpdateRule = Callable[[UpdateContext], UpdateStats]
 
 
 def register_update(name: str) -> Callable[[UpdateRule], UpdateRule]:
@@ -153,70 +121,50 @@ class Scored(NamedTuple):
     """None without a value head."""
     entropy: torch.Tensor
     flops: int = 0
-    """The FLOPs of the forward that computed them (``Score`` requests: this request's share)."""
+    """The FLOPs of the forward that computed them."""
 
 
-def _chosen_log_probs(policy: ToolPointer, episodes: Sequence[Episode], picks: Sequence[tuple[int, int]]) -> Scored:
+def rescore(policy: ToolPointer, episodes: Sequence[Episode], picks: Sequence[tuple[int, int]]) -> Scored:
     """Log-prob of the taken action, value and entropy at each (episode, step) in ``picks``,
-    recomputed over only the episodes involved; a decision point that several picks share (a
-    group's common prefix) is scored once and its gradient accumulates."""
-    return _score_requests([policy], [Score(episodes, picks)])[0]
+    recomputed (with gradients, unless the caller turned them off) over only the episodes involved;
+    a decision point that several picks share (a group's common prefix) is scored once and its
+    gradient accumulates."""
+    involved = sorted({b for b, _ in picks})
+    row = {b: r for r, b in enumerate(involved)}
+    unique, index = distinct([episodes[b].decisions[t] for b, t in picks])
+    first_row: dict[int, int] = {}
+    for (b, _), u in zip(picks, index.tolist(), strict=True):
+        first_row.setdefault(u, row[b])
+    before = policy.flops
+    batch = collate(
+        collate_episodes([episodes[b].features for b in involved]),
+        unique,
+        [first_row[u] for u in range(len(unique))],
+    )
+    logits, values = policy(batch)
+    n_decisions, segment, starts = len(unique), batch.cand_decision, batch.cand_start
+    log_probs = segment_log_softmax(logits, segment, n_decisions)
+    actions = np.asarray([episodes[b].actions[t] for b, t in picks], dtype=np.int64)
+    taken = torch.from_numpy(starts[index] + actions)
+    at = torch.from_numpy(index)
+    entropy = segment_entropy(log_probs, segment, n_decisions)[at]
+    chosen_values = None if values is None else values[at]
+    return Scored(log_probs[taken], chosen_values, entropy, policy.flops - before)
 
 
-def _score_requests(policies: Sequence[ToolPointer], requests: Sequence[Score]) -> list[Scored]:
-    """``requests[s]`` scored by ``policies[s]``, all in one forward (a ``PolicyStack`` built in the
-    autograd graph, for more than one); each policy's rows, and so its outputs and gradients, are
-    computed as they are for it alone."""
-    features, episode_seed, decisions, decision_rows, parts = [], [], [], [], []
-    for s, (episodes, picks) in enumerate(requests):
-        involved = sorted({b for b, _ in picks})
-        row = {b: len(features) + r for r, b in enumerate(involved)}
-        features += [episodes[b].features for b in involved]
-        episode_seed += [s] * len(involved)
-        unique, index = distinct([episodes[b].decisions[t] for b, t in picks])
-        first_row: dict[int, int] = {}
-        for (b, _), u in zip(picks, index.tolist(), strict=True):
-            first_row.setdefault(u, row[b])
-        parts.append((len(decisions), len(unique), index, [episodes[b].actions[t] for b, t in picks]))
-        decisions += unique
-        decision_rows += [first_row[u] for u in range(len(unique))]
-    n_seeds = len(policies)
-    scorer = policies[0] if n_seeds == 1 else PolicyStack(policies, trainable=True)
-    before = [policy.flops for policy in policies] if n_seeds == 1 else list(scorer.flops)
-    batch_of_episodes = collate_episodes(features, np.asarray(episode_seed) if n_seeds > 1 else None, n_seeds)
-    batch = collate(batch_of_episodes, decisions, decision_rows)
-    logits, values = scorer(batch)
-    after = [policy.flops for policy in policies] if n_seeds == 1 else scorer.flops
-    scored = []
-    for s, (first, n_decisions, index, actions) in enumerate(parts):
-        seed_logits, segment, starts, _ = seed_scores(logits, batch, first, n_decisions)
-        log_probs = segment_log_softmax(seed_logits, segment, n_decisions)
-        taken = torch.from_numpy(starts[index] + np.asarray(actions, dtype=np.int64))
-        at = torch.from_numpy(index)
-        entropy = segment_entropy(log_probs, segment, n_decisions)[at]
-        seed_values = None if values is None else values[first : first + n_decisions][at]
-        scored.append(Scored(log_probs[taken], seed_values, entropy, after[s] - before[s]))
-    return scored
-
-
-def rollout_kls(policies: Sequence[ToolPointer], episodes: Sequence[Sequence[Episode]]) -> list[tuple[float, int]]:
-    """Per policy, the k3 estimate of KL(rollout policy || policy) over every decision of its
-    ``episodes`` (mean of ``r - 1 - log r``, ``r`` the new over the rollout's probability of the
-    action taken: unbiased, never negative), and the FLOPs of its forward without gradients.
-    verl's ``actor/ppo_kl`` is the same quantity's k1 estimate, per minibatch. One forward per
-    policy: stacking the policies' weights for one forward costs more than the forward saves."""
-    requests = [Score(eps, [(b, t) for b, e in enumerate(eps) for t in range(len(e.actions))]) for eps in episodes]
+def rollout_kl(policy: ToolPointer, episodes: Sequence[Episode]) -> tuple[float, int]:
+    """The k3 estimate of KL(rollout policy || policy) over every decision of ``episodes`` (mean of
+    ``r - 1 - log r``, ``r`` the new over the rollout's probability of the action taken: unbiased,
+    never negative), and the FLOPs of its forward without gradients. verl's ``actor/ppo_kl`` is the
+    same quantity's k1 estimate, per minibatch."""
+    picks = [(b, t) for b, e in enumerate(episodes) for t in range(len(e.actions))]
     with torch.no_grad():
-        scored = [_score_requests([policy], [request])[0] for policy, request in zip(policies, requests)]
-    measured = []
-    for request, answer in zip(requests, scored):
-        if not request.picks:
-            measured.append((0.0, answer.flops))
-            continue
-        old = torch.tensor([request.episodes[b].log_probs[t] for b, t in request.picks])
-        log_ratio = answer.log_probs - old
-        measured.append((float((torch.exp(log_ratio) - 1 - log_ratio).mean()), answer.flops))
-    return measured
+        scored = rescore(policy, episodes, picks)
+    if not picks:
+        return 0.0, scored.flops
+    old = torch.tensor([episodes[b].log_probs[t] for b, t in picks])
+    log_ratio = scored.log_probs - old
+    return float((torch.exp(log_ratio) - 1 - log_ratio).mean()), scored.flops
 
 
 KlBound = Callable[[float, float, float], float]
@@ -236,48 +184,11 @@ def adaptive_lr(scale: float, kl: float, target: float) -> float:
 KL_BOUNDS["adaptive_lr"] = adaptive_lr
 
 
-def run_updates(contexts: Sequence[UpdateContext]) -> list[UpdateStats | Exception]:
-    """Every context's update rule (``UPDATES[settings.algo]``), run together: each round, the
-    rules' ``Score`` requests are answered by one forward and their ``Backward`` losses by one
-    backward. A rule that raises ends with its exception (returned in its place); the others go on."""
-    rules = [UPDATES[context.settings.algo](context) for context in contexts]
-    out: list[UpdateStats | Exception | None] = [None] * len(rules)
-    asks: dict[int, Score | Backward] = {}
-
-    def advance(k: int, answer: Any) -> None:
-        try:
-            asks[k] = rules[k].send(answer)
-        except StopIteration as done:
-            out[k] = done.value
-        except Exception as exc:  # a failed rule is a result; the other seeds go on
-            out[k] = exc
-
-    for k in range(len(rules)):
-        advance(k, None)
-    while asks:
-        scoring = sorted(k for k, ask in asks.items() if isinstance(ask, Score))
-        if scoring:
-            answers = _score_requests([contexts[k].policy for k in scoring], [asks.pop(k) for k in scoring])
-            for k, answer in zip(scoring, answers):
-                advance(k, answer)
-            continue
-        backward = sorted(asks)
-        try:
-            torch.autograd.backward([asks.pop(k).loss for k in backward])
-        except Exception as exc:
-            for k in backward:
-                out[k] = exc
-            continue
-        for k in backward:
-            advance(k, None)
-    return out  # type: ignore[return-value]
-
-
-def _backward(loss: torch.Tensor) -> Backward:
-    """The request to back-propagate ``loss``, once it is known to be finite."""
+def _backward(loss: torch.Tensor) -> None:
+    """Back-propagate ``loss`` into the policy's gradients, once it is known to be finite."""
     if not torch.isfinite(loss):
         raise Diverged("non-finite loss")
-    return Backward(loss)
+    loss.backward()
 
 
 def _step(policy: ToolPointer, optimizer: Adam, max_grad_norm: float) -> float:
@@ -316,7 +227,7 @@ def _chunks(episodes: Sequence[Episode], indices: Sequence[int], candidates: int
 
 
 @register_update("grpo")
-def grpo_update(u: UpdateContext) -> Generator[Score | Backward, Any, UpdateStats]:
+def grpo_update(u: UpdateContext) -> UpdateStats:
     """GRPO: advantages over each whole group, then ``grpo_minibatches`` optimiser steps, each on a
     disjoint share of the update's groups (shuffled with the rule's generator when more than one),
     as verl's ``ppo_mini_batch_size`` cuts a batch: the rollouts are paid once and the policy
@@ -337,7 +248,7 @@ def grpo_update(u: UpdateContext) -> Generator[Score | Backward, Any, UpdateStat
     steps = []
     for share in np.array_split(groups, min(s.grpo_minibatches, len(groups))):
         members = np.flatnonzero(np.isin(u.groups.numpy(), share))
-        steps.append((yield from _grpo_step(u, members, mask, old, advantages)))
+        steps.append(_grpo_step(u, members, mask, old, advantages))
     taken = [step for step in steps if step.gradient_steps]
     if not taken:
         return UpdateStats()
@@ -352,7 +263,7 @@ def grpo_update(u: UpdateContext) -> Generator[Score | Backward, Any, UpdateStat
 
 def _grpo_step(
     u: UpdateContext, members: np.ndarray, mask: torch.Tensor, old: torch.Tensor, advantages: torch.Tensor
-) -> Generator[Score | Backward, Any, UpdateStats]:
+) -> UpdateStats:
     """One optimiser step on the episodes ``members`` (whole groups) of the update; no step when
     none of them has a learning signal."""
     s, policy, episodes, horizon = u.settings, u.policy, u.episodes, u.horizon
@@ -366,7 +277,7 @@ def _grpo_step(
         share = chunk_share(s.loss_agg_mode, batch_mask, mask[rows])
         steps = [(b, t) for b in chunk for t in range(len(episodes[b].actions))]
         at = torch.tensor([r * horizon + t for r, b in enumerate(chunk) for t in range(len(episodes[b].actions))])
-        scored = yield Score(episodes, steps)
+        scored = rescore(policy, episodes, steps)
         chosen = scored.log_probs
         train_flops += 3 * scored.flops
         log_prob = old[rows].flatten().index_put((at,), chosen).view(len(chunk), horizon)
@@ -376,21 +287,21 @@ def _grpo_step(
         loss = share * loss
         if u.reference is not None:
             with torch.no_grad():
-                ref_scored = _chosen_log_probs(u.reference, episodes, steps)
+                ref_scored = rescore(u.reference, episodes, steps)
             train_flops += ref_scored.flops
             ref_chosen = ref_scored.log_probs
             ref = old[rows].flatten().index_put((at,), ref_chosen).view(len(chunk), horizon)
             kl = share * agg_loss(kl_penalty_k3(log_prob, ref), mask[rows], s.loss_agg_mode)
             loss = loss + s.kl_coef * kl
             kl_sum += float(kl.detach())
-        yield _backward(loss)
+        _backward(loss)
         loss_sum += float(loss.detach())
     grad_norm = _step(policy, u.optimizer, s.max_grad_norm)
     return UpdateStats(loss_sum, grad_norm, kl_sum, train_flops, sum(len(episodes[b].actions) for b in needed))
 
 
 @register_update("ppo")
-def ppo_update(u: UpdateContext) -> Generator[Score | Backward, Any, UpdateStats]:
+def ppo_update(u: UpdateContext) -> UpdateStats:
     """CleanRL-style PPO: GAE on the episodes' outcome rewards, then epochs of shuffled
     minibatches over the decisions, advantages normalised per minibatch."""
     s, policy, episodes, horizon = u.settings, u.policy, u.episodes, u.horizon
@@ -410,7 +321,7 @@ def ppo_update(u: UpdateContext) -> Generator[Score | Backward, Any, UpdateStats
         for chunk in np.array_split(u.rng.permutation(len(steps)), s.ppo_minibatches):
             if len(chunk) == 0:
                 continue
-            log_prob, value, entropy, flops = yield Score(episodes, [steps[k] for k in chunk])
+            log_prob, value, entropy, flops = rescore(policy, episodes, [steps[k] for k in chunk])
             train_flops += 3 * flops
             idx = torch.from_numpy(chunk)
             adv = flat_adv[idx]
@@ -424,13 +335,13 @@ def ppo_update(u: UpdateContext) -> Generator[Score | Backward, Any, UpdateStats
             loss = pg_loss - s.ent_coef * entropy.mean() + s.vf_coef * v_loss
             kl = float((flat_old[idx] - log_prob.detach()).mean())
             last_loss = float(loss.detach())
-            yield _backward(loss)
+            _backward(loss)
             grad_norm = _step(policy, u.optimizer, s.max_grad_norm)
     return UpdateStats(last_loss, grad_norm, kl, train_flops, len(steps))
 
 
 @register_update("bc")
-def bc_update(u: UpdateContext) -> Generator[Score | Backward, Any, UpdateStats]:
+def bc_update(u: UpdateContext) -> UpdateStats:
     """Behaviour cloning (how the tiny study's base is pretrained): the cross-entropy of each
     teacher-forced reference call among its decision's candidates, a mean over every step of the
     update's episodes, then one optimiser step. The episodes are the tasks' references played
@@ -439,8 +350,8 @@ def bc_update(u: UpdateContext) -> Generator[Score | Backward, Any, UpdateStats]
     steps = [(b, t) for b, e in enumerate(episodes) for t in range(len(e.actions))]
     if not steps:
         return UpdateStats()
-    scored = yield Score(episodes, steps)
+    scored = rescore(u.policy, episodes, steps)
     loss = -scored.log_probs.mean()
-    yield _backward(loss)
+    _backward(loss)
     grad_norm = _step(u.policy, u.optimizer, s.max_grad_norm)
     return UpdateStats(float(loss.detach()), grad_norm, 0.0, 3 * scored.flops, len(steps))

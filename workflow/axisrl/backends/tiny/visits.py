@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 
 class Draw(NamedTuple):
-    """Tasks drawn for an update and their real rollouts, ``group_size`` of each task, task by task."""
+    """Tasks drawn for an update and their real rollouts, ``d_traj`` of each task, task by task."""
 
     tasks: list[Mapping[str, Any]]
     episode_seeds: np.ndarray
@@ -36,7 +36,7 @@ class Visit(NamedTuple):
 
     tasks: list[Mapping[str, Any]]
     episodes: list[Episode]
-    """``group_size`` real rollouts of each task, task by task."""
+    """``d_traj`` real rollouts of each task, task by task."""
     synthetic: SyntheticEpisodes
     groups: torch.Tensor
     """The group (index of the task) of every episode, real then synthetic."""
@@ -48,13 +48,13 @@ class Visit(NamedTuple):
 
 
 def summed_stats(stats: Sequence[RolloutStats]) -> RolloutStats:
-    """One update's draws as one rollout: counts, FLOPs and seconds added, diverged if any did."""
+    """One update's draws as one rollout: counts, FLOPs and seconds added."""
     if len(stats) == 1:
         return stats[0]
     total = RolloutStats()
     for field_ in dataclasses.fields(RolloutStats):
         values = [getattr(part, field_.name) for part in stats]
-        setattr(total, field_.name, any(values) if field_.name == "diverged" else sum(values))
+        setattr(total, field_.name, sum(values))
     return total
 
 
@@ -63,15 +63,15 @@ def new_draw(tasks: list[Mapping[str, Any]], episode_seeds: np.ndarray, specs: S
     episodes = [
         episode
         for g, task in enumerate(tasks)
-        for episode in Episode.group(specs, task, int(episode_seeds[g]), s.leak_primitive_role, s.group_size)
+        for episode in Episode.group(specs, task, int(episode_seeds[g]), s.leak_primitive_role, s.d_traj)
     ]
-    scripts = [json.loads(task["reference"]) for task in tasks for _ in range(s.group_size)] if s.algo == "bc" else None
+    scripts = [json.loads(task["reference"]) for task in tasks for _ in range(s.d_traj)] if s.algo == "bc" else None
     return Draw(tasks, episode_seeds, episodes, scripts)
 
 
 def with_signal(draw: Draw, s: TrainSettings) -> list[bool]:
     """Per drawn task: whether its played rollouts' trained scores differ (a group with a learning signal)."""
-    scores = trained_scores(draw.episodes, s.reward_density).view(len(draw.tasks), s.group_size)
+    scores = trained_scores(draw.episodes, s.reward_density).view(len(draw.tasks), s.d_traj)
     return (scores.max(dim=1).values > scores.min(dim=1).values).tolist()
 
 
@@ -85,7 +85,7 @@ def visit_of(draws: Sequence[Draw], s: TrainSettings, synthesizer: Synthesizer |
     if s.dynamic_sampling:
         signal = [(k, g) for k, g in everything if signals[k][g]]
         kept = signal[: len(draws[0].tasks)] or [(0, g) for g in range(len(draws[0].tasks))]
-    size = s.group_size
+    size = s.d_traj
     tasks = [draws[k].tasks[g] for k, g in kept]
     episode_seeds = np.asarray([draws[k].episode_seeds[g] for k, g in kept])
     episodes = [e for k, g in kept for e in draws[k].episodes[g * size : (g + 1) * size]]

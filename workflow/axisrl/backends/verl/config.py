@@ -8,7 +8,7 @@ returns the override list for ``python -m verl.trainer.main_ppo``. How the setti
 setting                       verl override
 ============================  ===============================================================
 algo grpo / ppo               ``algorithm.adv_estimator`` grpo / gae (gae enables the critic)
-group_size (d_traj)           ``actor_rollout_ref.rollout.n``
+d_traj                        ``actor_rollout_ref.rollout.n``
 visits_per_update             ``data.train_batch_size`` prompts (task visits per update)
 updates                       ``trainer.total_training_steps`` (``total_epochs`` = updates, so
                               the step count binds however few tasks there are)
@@ -29,8 +29,8 @@ reward_density                ``+reward.custom_reward_function.reward_kwargs.rew
 ============================  ===============================================================
 
 Not carried: ``width`` (an LLM's size is its ``model_path``), ``vf_coef`` (verl trains the critic
-with its own optimizer and ``critic.optim.lr``); ``leak_primitive_role``, ``max_rollout_steps``
-and ``max_flops`` have no verl counterpart, and ``dynamic_sampling`` and ``kl_bound`` (the tiny
+with its own optimizer and ``critic.optim.lr``); ``leak_primitive_role``, ``token_cap``
+and ``flop_cap`` have no verl counterpart, and ``dynamic_sampling`` and ``kl_bound`` (the tiny
 learner's; verl 0.9.1's main_ppo has no group filter) are not carried yet, so a design that sets
 them is refused rather than silently run another way.
 """
@@ -54,7 +54,7 @@ REWARD_PATH = "pkg://axisrl.backends.verl.reward"
 AGENT_LOOP_TARGET = "axisrl.backends.verl.agent_loop.AgentEpisodeLoop"
 MAPPED = {
     "algo",
-    "group_size",
+    "d_traj",
     "visits_per_update",
     "updates",
     "lr",
@@ -76,8 +76,8 @@ MAPPED = {
 NOT_CARRIED = {"width", "vf_coef", "max_draws", "target_kl"}  # the last two: only with a refused switch
 REFUSED = {
     "leak_primitive_role": False,
-    "max_rollout_steps": None,
-    "max_flops": None,
+    "token_cap": None,
+    "flop_cap": None,
     "dynamic_sampling": False,
     "kl_bound": None,
 }
@@ -279,7 +279,7 @@ def overrides(settings: Mapping[str, Any], job: VerlJob) -> list[str]:
         f"{actor}.kl_loss_coef": kl_coef,
         f"{actor}.kl_loss_type": "low_var_kl",
         f"{rollout}.name": "vllm",
-        f"{rollout}.n": s["group_size"],
+        f"{rollout}.n": s["d_traj"],
         f"{rollout}.seed": job.seed,
         f"{rollout}.tensor_model_parallel_size": job.tensor_model_parallel_size,
         f"{rollout}.gpu_memory_utilization": job.gpu_memory_utilization,

@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from axisrl.domains.repoworld.mutations import Context, Rewrite, rewrites
-from axisrl.domains.repoworld.runner import test_functions
 from axisrl.domains.repoworld.spec import Names
 from axisrl.domains.repoworld.world import fields_by_type
 
@@ -188,4 +187,4 @@ def compile_repo(spec: Mapping[str, Any]) -> Repository:
     return _compile(json.dumps(spec, sort_keys=True, separators=(",", ":")))
 
 
-__all__ = ["Definition", "Repository", "TestCase", "compile_repo", "test_functions"]
+__all__ = ["Definition", "Repository", "TestCase", "compile_repo"]

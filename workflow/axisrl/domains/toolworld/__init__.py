@@ -11,11 +11,13 @@ from axisrl.domains.pool import PRETRAIN_TIER, Pool
 from axisrl.domains.toolworld.compact import compact_view
 from axisrl.domains.toolworld.defects import description_mismatches
 from axisrl.domains.toolworld.env import StepResult, ToolworldEnv, VerifyResult
+from axisrl.domains.toolworld.methods import METHODS, Method, method_fidelity
 from axisrl.domains.toolworld.pool import generate_pool, generate_pretrain_pool
 from axisrl.domains.toolworld.render import observation_json, render_chat, tool_schemas
 from axisrl.domains.toolworld.signatures import schema_tokens, signatures, tool_tokens, transition_tokens
 from axisrl.domains.toolworld.simulated import SimulatedEnv
-from axisrl.domains.toolworld.synthetic import METHODS, Method, SyntheticPool, generate_synthetic, method_fidelity
+from axisrl.domains.toolworld.synthetic import generate_synthetic
+from axisrl.domains.toolworld.synthetic_common import SyntheticPool
 from axisrl.domains.toolworld.tasks import generate_tasks
 from axisrl.domains.toolworld.world import env_id, reskin, with_semantics, with_verifier
 

@@ -14,10 +14,10 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from axisrl.domains.toolworld.drafts import TEMPLATES
 from axisrl.domains.toolworld.lexicon import entity_name
 from axisrl.domains.toolworld.model import FINISH, OPS, CallError, Tool
 from axisrl.domains.toolworld.runtime import Runtime, compile_spec
+from axisrl.domains.toolworld.templates import TEMPLATES
 from axisrl.domains.toolworld.world import Spec
 
 INT_DELTAS = (-10, -1, 1, 10)

@@ -12,7 +12,7 @@ import random
 import re
 from collections.abc import Iterable, Mapping
 
-from axisrl.domains.toolworld.canon import derive_seed
+from axisrl.domains.canon import derive_seed
 
 VOWELS = ("a", "e", "i", "o", "u")
 ONSETS = {

@@ -17,7 +17,7 @@ from typing import Any
 
 from axisrl.domains.canon import derive_seed, short_hash
 from axisrl.domains.levels import EnvShape, Origin, Streams, assemble_pool, pretrain_pool
-from axisrl.domains.pool import PRETRAIN_TIER, Pool
+from axisrl.domains.pool import Pool
 from axisrl.domains.toolworld.runtime import compile_spec
 from axisrl.domains.toolworld.signatures import signatures
 from axisrl.domains.toolworld.tasks import generate_tasks
@@ -32,7 +32,7 @@ from axisrl.domains.toolworld.world import (
     sample_world,
 )
 
-__all__ = ["PRETRAIN_TIER", "Pool", "generate_pool", "generate_pretrain_pool", "world_id"]
+__all__ = ["generate_pool", "generate_pretrain_pool", "world_id"]
 
 
 def world_id(world_seed: int) -> str:

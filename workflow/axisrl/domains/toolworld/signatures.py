@@ -20,7 +20,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
-from axisrl.domains.toolworld.canon import short_hash
+from axisrl.domains.canon import short_hash
 from axisrl.domains.toolworld.model import CallError, Field, Param, State, Table, Tool, copy_state
 from axisrl.domains.toolworld.runtime import Runtime, compile_spec
 from axisrl.domains.toolworld.world import Spec

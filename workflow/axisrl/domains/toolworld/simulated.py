@@ -16,10 +16,10 @@ import random
 from collections.abc import Mapping
 from typing import Any
 
-from axisrl.domains.toolworld.canon import derive_seed
+from axisrl.domains.canon import derive_seed
 from axisrl.domains.toolworld.env import StepResult, ToolworldEnv, VerifyResult
+from axisrl.domains.toolworld.methods import method_fidelity
 from axisrl.domains.toolworld.model import FINISH, copy_state
-from axisrl.domains.toolworld.synthetic import method_fidelity
 from axisrl.domains.toolworld.world import FLAG_FIELD, Spec
 
 

@@ -15,7 +15,7 @@ from array import array
 from collections.abc import Sequence
 from typing import Any
 
-from axisrl.domains.toolworld.canon import derive_seed
+from axisrl.domains.canon import derive_seed
 from axisrl.domains.toolworld.layout import layout_of
 from axisrl.domains.toolworld.runtime import Runtime
 

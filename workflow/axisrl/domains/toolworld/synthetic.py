@@ -26,7 +26,7 @@ mixes as they are (Table 16).
 
 The registry and fidelity models are in ``methods``, what the families share in
 ``synthetic_common`` and each family's generator in ``synthetic_envs``, ``synthetic_tasks`` and
-``synthetic_trajectories``; this module runs them and is where callers import them from.
+``synthetic_trajectories``; this module runs them.
 """
 
 from __future__ import annotations
@@ -35,14 +35,14 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from axisrl.domains.toolworld.methods import METHODS, Method, method_fidelity
+from axisrl.domains.toolworld.methods import METHODS, method_fidelity
 from axisrl.domains.toolworld.synthetic_common import SyntheticPool
 from axisrl.domains.toolworld.synthetic_envs import env_method, world_shape
 from axisrl.domains.toolworld.synthetic_tasks import task_method
 from axisrl.domains.toolworld.synthetic_trajectories import trajectory_method
 from axisrl.domains.toolworld.world import Spec
 
-__all__ = ["METHODS", "Method", "SyntheticPool", "generate_synthetic", "method_fidelity"]
+__all__ = ["generate_synthetic"]
 
 
 def generate_synthetic(

@@ -9,7 +9,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from axisrl.domains.toolworld.canon import canonical_json, derive_seed, short_hash
+from axisrl.domains.canon import canonical_json, derive_seed, short_hash
 from axisrl.domains.toolworld.env import ToolworldEnv
 from axisrl.domains.toolworld.methods import METHODS
 from axisrl.domains.toolworld.model import FINISH

@@ -10,7 +10,7 @@ import random
 from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
-from axisrl.domains.toolworld.canon import canonical_json, derive_seed, short_hash
+from axisrl.domains.canon import canonical_json, derive_seed, short_hash
 from axisrl.domains.toolworld.defects import mismatch, unreachable_goal
 from axisrl.domains.toolworld.pool import world_id
 from axisrl.domains.toolworld.runtime import compile_spec

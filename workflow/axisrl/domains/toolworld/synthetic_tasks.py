@@ -10,7 +10,7 @@ import random
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from axisrl.domains.toolworld.canon import derive_seed
+from axisrl.domains.canon import derive_seed
 from axisrl.domains.toolworld.defects import reword, unreachable_goal
 from axisrl.domains.toolworld.env import ToolworldEnv
 from axisrl.domains.toolworld.methods import TASK_DEFECTS

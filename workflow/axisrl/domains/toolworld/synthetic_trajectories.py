@@ -9,7 +9,7 @@ import random
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from axisrl.domains.toolworld.canon import canonical_json, derive_seed
+from axisrl.domains.canon import canonical_json, derive_seed
 from axisrl.domains.toolworld.defects import step_variants, with_step_errors
 from axisrl.domains.toolworld.model import FINISH
 from axisrl.domains.toolworld.runtime import compile_spec

@@ -12,7 +12,7 @@ from __future__ import annotations
 import random
 from typing import Any, NamedTuple
 
-from axisrl.domains.toolworld.canon import canonical_json, derive_seed, short_hash
+from axisrl.domains.canon import canonical_json, derive_seed, short_hash
 from axisrl.domains.toolworld.drafts import Context, Draft, bindings
 from axisrl.domains.toolworld.model import FINISH, Call, CallError, Goal, State, copy_state
 from axisrl.domains.toolworld.runtime import Runtime, compile_spec
