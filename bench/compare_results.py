@@ -24,7 +24,9 @@ from pathlib import Path
 import polars as pl
 
 ROOT = Path(__file__).resolve().parents[1]
-PRESETS = {"default": None, "smoke": "config/studies/smoke.yaml", "quick": "config/studies/quick.yaml"}
+PRESETS = {"default": "config/config.yaml", "smoke": "config/studies/smoke.yaml", "quick": "config/studies/quick.yaml"}
+"""Each preset's config file, in the tree that runs it (a study runs in a folder of its own, where the
+Snakefile's relative ``configfile`` would not be found)."""
 COMPARED = (
     "status",
     "param_hash",
@@ -72,8 +74,7 @@ def run_study(source: Path, preset: str, workdir: Path, cores: int, pythonpath: 
     """The preset's study from ``source`` (a tree with a Snakefile) run to ``collect`` in ``workdir``."""
     workdir.mkdir(parents=True, exist_ok=True)
     command = ["snakemake", "collect", "-s", str(source / "Snakefile"), "--cores", str(cores), "-q"]
-    if PRESETS[preset]:
-        command += ["--configfile", str(source / PRESETS[preset])]
+    command += ["--configfile", str(source / PRESETS[preset])]
     env = dict(os.environ)
     if pythonpath is not None:
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(pythonpath), env.get("PYTHONPATH")]))

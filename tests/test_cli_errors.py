@@ -5,6 +5,7 @@ numpy or polars warning). Each case runs the installed ``axisrl`` command."""
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 from pathlib import Path
@@ -366,3 +367,27 @@ def test_a_bad_curves_file_gets_one_line_and_status_2(case, curve_files):
         assert part.format(**curve_files) in line, line
     if not runs:
         assert line.startswith(f"axisrl: error: {file}: "), line
+
+
+def test_the_version_is_printed():
+    done = axisrl("--version")
+    assert done.returncode == 0 and re.fullmatch(r"axisrl \d+\.\d+\.\d+\S*\n", done.stdout)
+
+
+@pytest.mark.parametrize(
+    ("args", "usage"),
+    [(["show", "--bogus", "x"], "usage: axisrl show"), (["model", "tiny", "--zz", "d"], "usage: axisrl model tiny")],
+)
+def test_a_subcommands_unknown_flag_shows_that_subcommands_usage(args, usage):
+    done = axisrl(*args)
+    assert done.returncode == 2 and done.stderr.startswith(usage), done.stderr
+    assert done.stderr.splitlines()[-1].endswith(f"error: unrecognized arguments: {args[-2]}")
+
+
+def test_output_to_a_reader_that_went_away_ends_quietly():
+    """``axisrl where | head -0``: the pipe's reader is gone before the first write (status 0, nothing on stderr)."""
+    read, write = os.pipe()
+    os.close(read)
+    with os.fdopen(write, "w") as pipe:
+        done = subprocess.run(["axisrl", "where"], stdout=pipe, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    assert (done.returncode, done.stderr) == (0, "")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 import warnings
 from datetime import datetime
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import polars as pl
 
+from axisrl import __version__
 from axisrl.artifacts import ArtifactError, catalog, first_line, read_artifact, read_meta, read_table
 
 if TYPE_CHECKING:
@@ -453,6 +455,7 @@ def _where(name: str | None) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="axisrl", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"axisrl {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
     show = commands.add_parser("show", help="print an artifact's schema, row count, head and config")
     show.add_argument("path")
@@ -530,7 +533,12 @@ def main(argv: list[str] | None = None) -> int:
     kinds = model.add_subparsers(dest="kind", required=True)
     tiny = kinds.add_parser("tiny", help="a small Qwen2-architecture model with random weights (the GPU smoke check)")
     tiny.add_argument("directory", help="a new or empty folder")
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # the subcommand's usage, not the top level's: the flag was given to it
+        command = commands.choices[args.command]
+        if args.command == "model":
+            command = kinds.choices[args.kind]
+        command.error(f"unrecognized arguments: {' '.join(unknown)}")
     try:
         with warnings.catch_warnings(), np.errstate(all="ignore"):
             # numpy's floating-point and polars' warnings say nothing a user can act on; axisrl's own
@@ -538,6 +546,10 @@ def main(argv: list[str] | None = None) -> int:
             warnings.simplefilter("ignore", RuntimeWarning)
             warnings.simplefilter("ignore", pl.exceptions.PolarsWarning)
             _run(args)
+            sys.stdout.flush()  # here, where a reader that went away (`| head`) is caught, not at exit
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nothing left to flush at exit
+        return 0
     except (ArtifactError, ValueError, OSError, pl.exceptions.PolarsError) as exc:
         # one line, naming the file where a file is at fault (a ConfigError's problems joined by "; ")
         message = str(exc) if isinstance(exc, (ArtifactError, ValueError)) else first_line(exc)

@@ -285,12 +285,12 @@ def train(
             if not run.draw(run.visits_within_caps()):
                 break
             run.play_draws(update)
+            rollout_seconds = time.process_time() - started
             if not run.running:
                 break
-            visit, prepared = run.prepare(update)
+            visit, prepared = run.prepare(update)  # its synthetic rollouts' seconds: prepared.seconds
             if prepared is None:
                 break
-            rollout_seconds = time.process_time() - started + prepared.seconds
             # UPDATE: the rule's advantages, loss, backward and optimiser steps on what was played
             started = time.process_time()
             try:
@@ -301,7 +301,7 @@ def train(
             probe = run.probe(update, out, visit)
             train_seconds = time.process_time() - started
             # RECORD: the update's metrics row, totals and snapshot
-            run.record(update, visit, prepared, out, probe, rollout_seconds, train_seconds)
+            run.record(update, visit, prepared, out, probe, rollout_seconds + prepared.seconds, train_seconds)
             run.snapshot(len(run.metrics), snapshots)
             if progress is not None:
                 progress(run.metrics[-1])
