@@ -228,3 +228,13 @@ def test_the_seed_spread_interval_of_the_noise_figure_stays_inside_0_and_1():
     assert 0 < lo[0] < 0.01 < hi[0] < 1 and 0 < lo[1] < 0.3 < hi[1] < 1
     assert lo[2] == hi[2] == 0 and np.isnan(lo[3]) and np.isnan(hi[3])
     assert 0.01 - 1.96 * math.sqrt(0.0004 / 4) < 0  # what the band was, cut at 0
+
+
+def test_figure2_ticks_each_axis_at_its_grid_points(tmp_path, captured):
+    """A sweep over 4, 8, 16 is labelled 4, 8, 16: not a log axis's decades and minor ticks (4, 6, 10)."""
+    points = _points()
+    figures.figure2(points, _fits(), tmp_path / "f.png", tmp_path / "f.pdf")
+    for ax, axis in zip(captured[0].axes, figures.AXIS_ORDER, strict=False):
+        grid = sorted(points.filter(pl.col("axis") == axis)["x"].unique().to_list())
+        assert list(ax.get_xticks()) == grid and not list(ax.xaxis.get_minor_locator()())
+        assert [t.get_text() for t in ax.get_xticklabels()] == [f"{v:g}" for v in grid]

@@ -25,7 +25,7 @@ import numpy as np
 import polars as pl
 from matplotlib.contour import ContourSet
 from matplotlib.lines import Line2D
-from matplotlib.ticker import LogFormatter
+from matplotlib.ticker import LogFormatter, NullLocator
 
 from axisrl.laws.data import pool_points
 from axisrl.report import style
@@ -205,9 +205,11 @@ def _law_panel(ax: Any, axis: str, points: pl.DataFrame, fits: pl.DataFrame, tre
             ax.axhline(-np.log(base[0]), color=color[series], linestyle=":", label=f"{series}: its base")
     ax.set_xscale("log")
     ax.set_yscale("log")
-    for scale in (ax.xaxis, ax.yaxis):
-        scale.set_major_formatter(_PlainLog())
-        scale.set_minor_formatter(_PlainLog(labelOnlyBase=False))
+    ax.yaxis.set_major_formatter(_PlainLog())
+    ax.yaxis.set_minor_formatter(_PlainLog(labelOnlyBase=False))
+    grid = sorted(points.filter(pl.col("axis") == axis)["x"].unique().to_list())
+    ax.set_xticks(grid, [f"{v:g}" for v in grid])  # the sweep's own points, not a log axis's decades
+    ax.xaxis.set_minor_locator(NullLocator())
     ax.set_xlabel(style.AXIS_LABELS.get(axis, axis))
     ax.legend(loc="best")
     if trend is not None:
