@@ -149,3 +149,30 @@ def test_the_quick_preset_is_three_points_an_axis_two_seeds_from_a_base():
     assert {tuple(planned.families) for planned in designs.values()} == {("axis_sweeps",)}
     assert len(designs) == 7 and set(seeds.values()) == {2}
     assert config["train"]["init"] == "base" and config["dedup"]["task_rule"] == "raw"
+
+
+OVERLAYS = {
+    "smoke-mixtures": "smoke",
+    "smoke-recipe": "smoke",
+    "smoke-adaptive": "smoke",
+    "smoke-domains": "smoke",
+    "curves": "quick",
+    "domains-dynamic-kl": "domains",
+    "gpu-smoke-mathcode": "gpu-smoke",
+}
+"""Each overlay of config/studies/ and the preset it goes over."""
+
+
+@pytest.mark.parametrize(("overlay", "preset"), sorted(OVERLAYS.items()))
+def test_an_overlay_alone_is_refused_naming_the_preset_it_goes_over(overlay, preset):
+    studies = ROOT / "config" / "studies"
+    load_config(DEFAULT_CONFIG, studies / f"{preset}.yaml", studies / f"{overlay}.yaml", schema_path=SCHEMA_PATH)
+    with pytest.raises(ConfigError, match=rf"preset.over: .* give config/studies/{preset}.yaml before it"):
+        load_config(DEFAULT_CONFIG, studies / f"{overlay}.yaml", schema_path=SCHEMA_PATH)
+
+
+def test_every_overlay_of_the_presets_folder_names_the_preset_it_goes_over():
+    """A file that says it is an overlay (its header's ``--configfile`` line names two files) sets ``preset.over``."""
+    for path in sorted((ROOT / "config" / "studies").glob("*.yaml")):
+        over = (load_yaml(path).get("preset") or {}).get("over")
+        assert over == OVERLAYS.get(path.stem), path.name

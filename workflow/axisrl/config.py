@@ -123,6 +123,13 @@ def _cross_checks(cfg: Mapping[str, Any]) -> list[str]:
     if shared_seeds:
         problems.append(f"study.families.axis_sweeps.extra_seeds: {shared_seeds} are already in study.seeds")
     problems += _adaptive_checks(cfg["study"])
+    preset = cfg.get("preset", {})
+    if preset.get("over") and preset.get("name") != preset["over"]:
+        under = f"config/studies/{preset['over']}.yaml"
+        problems.append(
+            f"preset.over: this overlay goes over the {preset['over']} preset, which is not under it: "
+            f"give {under} before it (snakemake --configfile {under} <this overlay>)"
+        )
     if dedup["theta"] not in dedup["thetas"]:
         problems.append(f"dedup.theta: {dedup['theta']} is not one of dedup.thetas {dedup['thetas']}")
     return problems + _backend_checks(cfg)
