@@ -1,6 +1,6 @@
 """Tiny-backend training speed: GRPO runs (default 100 updates x 32 visits x 8 rollouts) on one thread, and their floor.
 
-Run: python bench/bench_train.py [--updates 100] [--visits 32] [--group-size 8] [--width 64] [--algo grpo] [--repeats 1]
+Run: python bench/bench_train.py [--updates 100] [--visits 32] [--d-traj 8] [--width 64] [--algo grpo] [--repeats 1]
 ``--repeats N`` trains seeds 0 .. N-1 one after another (``train_seeds``, as a train job does). Prints per seed: its
 CPU seconds, split between rollouts and optimisation, the wall seconds of
 the rollouts' policy forwards, env steps (= decisions) per second and the process's peak RSS; then the whole
@@ -52,7 +52,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--updates", type=int, default=100)
     parser.add_argument("--visits", type=int, default=32, help="task visits (groups) per update")
-    parser.add_argument("--group-size", type=int, default=8)
+    parser.add_argument("--d-traj", type=int, default=8, help="rollouts per visit (a GRPO group)")
     parser.add_argument("--width", type=int, default=64)
     parser.add_argument("--algo", default="grpo", choices=["grpo", "ppo"])
     parser.add_argument("--repeats", type=int, default=1, help="seeds 0 .. N-1, one after another")
