@@ -1,7 +1,7 @@
 """The environment axis alone: toolworld's d_env sweep and its slope per doubling on the validation tier V.
 
 Run: python bench/bench_env_axis.py [--grid 1,2,4,8,16,32,64] [--seeds 4] [--set SECTION.KEY=VALUE ...]
-[--control SECTION.KEY=VALUE ...] [--workdir DIR]
+[--control SECTION.KEY=VALUE ...] [--control-level placebo|s2|s3] [--workdir DIR]
 (2 cores, nothing else running; record in bench/README.md)
 
 The default config, planned with its d_env sweep alone (``axis_sweeps.axes: [d_env]`` on ``--grid``, the
@@ -10,7 +10,9 @@ and with ``--set`` over it, is run through the workflow to ``collect``; the scri
 success and the fitted trend of V success on ``log2 d_env`` with its 95 % interval (``laws.success_trends``,
 runs as replicates: the Figure 2 trend, read on V, never on T2). With ``--control``, the same sweep again with
 those settings over ``--set``: the pool whose worlds share what the first one's tell apart (issue 59), printed
-beside it. A ``--workdir`` kept between calls reuses what the two have in common.
+beside it; ``--control-level placebo`` makes the control the same sweep over contents of one world's unedited
+variant (one structure shared by every environment; Table 7's placebo). A ``--workdir`` kept between calls reuses
+what the two have in common.
 """
 
 from __future__ import annotations
