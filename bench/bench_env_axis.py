@@ -56,13 +56,17 @@ def sweep_overlay(grid: list[int], seeds: int, settings: list[str], level: str |
         )
     else:
         family, swept, seed_list = "pool_construction", {"levels": [level]}, list(range(seeds))
+    enabled = {name: {"enabled": False} for name in families}
+    enabled[family] = {"enabled": True, **swept}
+    if level is not None:  # every seed is in study.seeds: the sweeps' extra seeds would repeat them
+        enabled["axis_sweeps"]["extra_seeds"] = []
     overlay = {
         "study": {
             "seeds": seed_list,
             "grids": {"d_env": grid},
             "family_points": len(grid),
             "centre": {"d_task": max(centre["d_task"], max(grid))},
-            "families": {name: {"enabled": name == family, **(swept if name == family else {})} for name in families},
+            "families": enabled,
         },
         "synthesize": {"placebo_contents": max(grid)},
         "recipe": {"enabled": False},
