@@ -136,11 +136,8 @@ class ToolPointer(nn.Module):
         self.flops += _count(x.shape[0], layer.in_features, layer.out_features)
         return F.linear(x, layer.weight, layer.bias)
 
-    def _embed(self, name: str, index: torch.Tensor) -> torch.Tensor:
-        return F.embedding(index, getattr(self, name).weight)
-
     def _symbols(self, kind: torch.Tensor, slot: torch.Tensor) -> torch.Tensor:
-        return self._embed("sym_kind", kind) + self._embed("sym_slot", kind * N_SLOTS + slot)
+        return embed(self.sym_kind, kind) + embed(self.sym_slot, kind * N_SLOTS + slot)
 
     def encode_episodes(self, b: EpisodeBatch) -> EncodedEpisodes:
         """Everything fixed within an episode, computed once per episode: the goal-role sum of each
@@ -148,12 +145,12 @@ class ToolPointer(nn.Module):
         parameter and tool projections that candidates reuse."""
         d, struct = self.width, self.struct.weight
         roles = torch.zeros(len(b.sym_kind), d).index_add(
-            0, b.goal_sym, self._embed("goal_role_of_symbol", b.goal_sym_role)
+            0, b.goal_sym, embed(self.goal_role_of_symbol, b.goal_sym_role)
         )
         tokens = torch.cat([struct, self._symbols(b.sym_kind, b.sym_slot) + roles])
 
         clauses = torch.zeros(len(b.clause_episode), d).index_add(
-            0, b.goal_clause, self._embed("goal_role_in_clause", b.goal_role) + rows(tokens, b.goal_tok)
+            0, b.goal_clause, embed(self.goal_role_in_clause, b.goal_role) + rows(tokens, b.goal_tok)
         )
         clauses = torch.relu(self._linear(self.clause, clauses))
         goal_rows = torch.zeros(len(b.episodes), d).index_add(0, b.clause_episode, clauses)
@@ -162,13 +159,13 @@ class ToolPointer(nn.Module):
             rows(struct, b.param_kind)
             + rows(struct, b.param_req)
             + rows(tokens, b.param_slot)
-            + self._embed("param_pos", b.param_pos.clamp(max=MAX_PARAMS - 1))
+            + embed(self.param_pos, b.param_pos.clamp(max=MAX_PARAMS - 1))
         )
         params = torch.relu(self._linear(self.param, params))
         tools = struct[b.tool_struct].sum(1) + rows(tokens, b.tool_table)
         tools = tools.index_add(0, b.param_tool, params)
         if self.prim is not None:
-            tools = tools + self._embed("prim", b.tool_prim)
+            tools = tools + embed(self.prim, b.tool_prim)
         tools = torch.relu(self._linear(self.tool, tools))
         return EncodedEpisodes(
             roles,
@@ -190,7 +187,7 @@ class ToolPointer(nn.Module):
         symbols = self._symbols(b.sym_kind, b.sym_slot) + rows(roles, b.sym_static)
         base = torch.cat([struct, symbols])
         occ = (
-            self._embed("history_feature", b.occ_feature)
+            embed(self.history_feature, b.occ_feature)
             + rows(base, b.occ_tok)
             + self._linear(self.partner, rows(base, b.occ_partner))
         )
@@ -202,11 +199,11 @@ class ToolPointer(nn.Module):
         steps = (
             torch.zeros(len(b.step_tool), d).index_add(0, b.occ_step, occ)
             + rows(tools, b.step_tool)
-            + self._embed("step_age", b.step_age)
+            + embed(self.step_age, b.step_age)
         )
         steps = torch.relu(self._linear(self.step, steps))
         history = torch.zeros(len(b.dec_episode), d).index_add(0, b.step_decision, steps)
-        context = torch.cat([rows(goal, b.dec_episode), history, self._embed("step_count", b.dec_step)], -1)
+        context = torch.cat([rows(goal, b.dec_episode), history, embed(self.step_count, b.dec_step)], -1)
         context = torch.relu(self._linear(self.context, context))
 
         # candidates: tool + its arguments (parameter, pointed value) + the recent calls of its tool
