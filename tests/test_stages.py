@@ -235,3 +235,16 @@ def test_an_adaptive_budget_moves_allocate_and_collect_and_no_train_key(config, 
     fixed = copy.deepcopy(config)
     fixed["study"]["adaptive"]["enabled"] = False
     assert "allocate" not in study(fixed, schema).specs
+
+
+def test_a_train_job_reports_the_plans_runs_done_in_its_domain(tmp_path):
+    from axisrl.stages.train import study_progress
+
+    train = tmp_path / "domains" / "webworld" / "results" / "train"
+    for key in ("a", "c"):
+        (train / key).mkdir(parents=True)
+        (train / key / "runs.parquet").touch()
+    (train / "b").mkdir()  # a job that has not ended: no runs table yet
+    progress = {"domain": "webworld", "planned": {"a": 2, "b": 2, "c": 4, "d": 2}}
+    line = study_progress(progress, str(train / "c" / "runs.parquet"))
+    assert line == "progress: webworld 6 of 10 planned runs done (2 of 4 train jobs, 60%)"

@@ -43,6 +43,8 @@ except ConfigError as error:
 TRAIN_BACKEND = CONFIG["train"]["backend"]
 GPU_RESOURCES = CONFIG["resources"]
 TRAIN = {point.train.key: point for point in STUDY.points.values()}
+PROGRESS = {"domain": CONFIG["domain"], "planned": {key: len(point.seeds) for key, point in TRAIN.items()}}
+"""What each tiny train job counts when it ends, for its progress line (the plan's runs done of those planned)."""
 
 
 def bases_of(points):
@@ -256,6 +258,8 @@ def train_settings(wildcards):
         seed = int(wildcards.seed)
         settings["seeds"] = [seed]
         settings["run_keys"] = [point.run_keys[point.seeds.index(seed)]]
+    else:
+        settings["progress"] = PROGRESS
     return Uncompared(settings)
 
 

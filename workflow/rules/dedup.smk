@@ -7,9 +7,10 @@ rule embed:
         embeddings=f"{stage_dir('embed')}/task_embeddings.parquet",
     log:
         stage_log("embed"),
+    priority: 10  # every later job of its pools waits on it
     conda:
         "../../envs/core.yaml"
-    threads: 2
+    threads: CONFIG["resources"]["embed"]["threads"]
     resources:
         mem_mb=4000,
         runtime=60,

@@ -4,7 +4,8 @@ One job per policy width: it makes the pretraining pool (tier P, no signature sh
 study's pools), behaviour-clones its reference solutions for ``pretrain.steps`` steps, evaluates
 every checkpoint on the validation tier V, and keeps as the base the earliest checkpoint whose V
 success reaches ``pretrain.base_success`` (the rule config/README.md states; the best checkpoint,
-flagged, if none does). Only then is the chosen base played on the held-out tiers, once, so that
+flagged, if none does), V played greedily or, with ``pretrain.select: sampled``, with sampled actions
+as RL's rollouts act. Only then is the chosen base played on the held-out tiers, once, so that
 every run can be read against its base's own success (``p_T2_base``): T2 is never read to choose.
 """
 
@@ -13,7 +14,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import polars as pl
@@ -45,15 +46,29 @@ def taken_signatures(frames: Sequence[pl.DataFrame]) -> dict[str, set[str]]:
     return {column: {value for frame in frames for value in frame[column].to_list()} for column in SIGNATURE_COLUMNS}
 
 
-def choose_base(checkpoints: pl.DataFrame, base_success: float) -> int:
-    """The rule: the earliest checkpoint (fewest BC steps) whose V success is at least
+SELECTED_ON = {"greedy": "p_V", "sampled": "p_V_sampled"}
+"""The checkpoints column each ``pretrain.select`` chooses the base on."""
+
+
+def choose_base(checkpoints: pl.DataFrame, base_success: float, column: str = "p_V") -> int:
+    """The rule: the earliest checkpoint (fewest BC steps) whose V success (``column``) is at least
     ``base_success``; if none reaches it, the one with the highest V success (the earliest of ties).
-    Checkpoints not evaluated (null ``p_V``: past the first that reached it) are not candidates.
+    Checkpoints not evaluated (null: past the first that reached it) are not candidates.
     Returns its row."""
-    reached = (checkpoints["p_V"] >= base_success).fill_null(False)
+    reached = (checkpoints[column] >= base_success).fill_null(False)
     if reached.any():
         return int(reached.arg_true()[0])
-    return int(checkpoints["p_V"].arg_max())
+    return int(checkpoints[column].arg_max())
+
+
+class Scores(NamedTuple):
+    """A checkpoint's V episodes, played greedily and (under ``select: sampled``) sampled."""
+
+    greedy: list[dict[str, Any]]
+    sampled: list[dict[str, Any]] | None
+
+    def selected(self, select: str) -> float:
+        return rate(self.sampled if select == "sampled" else self.greedy)
 
 
 def pretrain(
@@ -118,29 +133,38 @@ def pretrain(
     started = time.process_time()
     heldout_rows, v_tasks, domain = heldout_envs.to_dicts(), validation.to_dicts(), settings["domain"]
     starts = HeldoutStarts(heldout_rows, v_tasks, settings["evaluate_seed"], bc.leak_primitive_role, domain)
-    scored: list[list[dict[str, Any]]] = []
-    while len(scored) < len(steps) and not any(rate(rows) >= p["base_success"] for rows in scored):
+    select, sampled = p["select"], p["select"] == "sampled"
+
+    def scores(policy: Any) -> Scores:
+        def play(greedy: bool) -> list[dict[str, Any]]:
+            seed = settings["evaluate_seed"]
+            return evaluate(policy, heldout_rows, v_tasks, seed, greedy=greedy, starts=starts, domain=domain)
+
+        return Scores(play(greedy=True), play(greedy=False) if sampled else None)
+
+    scored: list[Scores] = []
+    while len(scored) < len(steps) and not any(s.selected(select) >= p["base_success"] for s in scored):
         block = policies[len(scored) : len(scored) + SELECTION_BLOCK]  # later ones only if needed
-        scored += [
-            evaluate(policy, heldout_rows, v_tasks, settings["evaluate_seed"], starts=starts, domain=domain)
-            for policy in block
-        ]
+        scored += [scores(policy) for policy in block]
+        log.info("base selection: %d of %d checkpoints played on V (%s)", len(scored), len(steps), select)
     selection_seconds = time.process_time() - started
     flops = np.cumsum([0] + [row["rollout_flops"] + row["train_flops"] for row in result.metrics])
-    evaluated = [len(rows) for rows in scored] + [None] * (len(steps) - len(scored))
-    frame = pl.DataFrame(
-        {
-            "bc_steps": steps,
-            "loss": [result.metrics[step - 1]["loss"] if step else None for step in steps],
-            "n_V": evaluated,
-            "p_V": [rate(rows) for rows in scored] + [None] * (len(steps) - len(scored)),
-            "bc_flops": [int(flops[step]) for step in steps],
-            "param_hash": [param_hash(policy) for policy in policies],
-        },
-        schema_overrides={"loss": pl.Float64, "n_V": pl.Int64, "p_V": pl.Float64},
-    )
-    row = choose_base(frame, p["base_success"])
-    reached = bool(frame["p_V"][row] >= p["base_success"])
+    unplayed = [None] * (len(steps) - len(scored))
+    columns = {
+        "bc_steps": steps,
+        "loss": [result.metrics[step - 1]["loss"] if step else None for step in steps],
+        "n_V": [len(s.greedy) for s in scored] + unplayed,
+        "p_V": [rate(s.greedy) for s in scored] + unplayed,
+        "bc_flops": [int(flops[step]) for step in steps],
+        "param_hash": [param_hash(policy) for policy in policies],
+    }
+    if sampled:
+        columns["p_V_sampled"] = [rate(s.sampled) for s in scored] + unplayed
+    types = {"loss": pl.Float64, "n_V": pl.Int64, "p_V": pl.Float64, "p_V_sampled": pl.Float64}
+    frame = pl.DataFrame(columns, schema_overrides={k: v for k, v in types.items() if k in columns})
+    column = SELECTED_ON[select]
+    row = choose_base(frame, p["base_success"], column)
+    reached = bool(frame[column][row] >= p["base_success"])
     frame = frame.with_columns(
         chosen=pl.int_range(pl.len()) == row,
         reached=pl.lit(reached),
@@ -150,12 +174,19 @@ def pretrain(
     chosen = frame.row(row, named=True)
     if not reached:
         log.warning(
-            "no checkpoint reached V success %.3f; the base is the best one (%d steps, %.3f)",
+            "no checkpoint reached %s V success %.3f; the base is the best one (%d steps, %.3f)",
+            select,
             p["base_success"],
             chosen["bc_steps"],
-            chosen["p_V"],
+            chosen[column],
         )
-    log.info("base: %d BC steps, V success %.3f (n=%d)", chosen["bc_steps"], chosen["p_V"], chosen["n_V"])
+    log.info(
+        "base: %d BC steps, V success %.3f greedy%s (n=%d)",
+        chosen["bc_steps"],
+        chosen["p_V"],
+        f", {chosen['p_V_sampled']:.3f} sampled" if sampled else "",
+        chosen["n_V"],
+    )
 
     episodes = evaluate(policies[row], heldout_rows, heldout_tasks.to_dicts(), settings["evaluate_seed"], domain=domain)
     base = {

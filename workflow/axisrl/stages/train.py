@@ -7,6 +7,7 @@ import json
 import logging
 import time
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -141,6 +142,22 @@ def train(spec: StageSpec, settings: Mapping[str, Any], inputs: Mapping[str, str
     write_artifact(pl.DataFrame(metrics, infer_schema_length=None), outputs["metrics"], spec)
     write_artifact(pl.DataFrame(runs, infer_schema_length=None), outputs["runs"], spec)
     write_artifact(pl.DataFrame(episodes, infer_schema_length=None), outputs["episodes"], spec)
+    if "progress" in settings:
+        log.info("%s", study_progress(settings["progress"], outputs["runs"]))
+
+
+def study_progress(progress: Mapping[str, Any], runs_path: str) -> str:
+    """What a user watching the study reads after each train job: the plan's runs done of those
+    planned, in this job's domain. A train job's runs table is ``train/<key>/runs.parquet``, so the
+    other jobs' are found beside this one's, whatever folder a study across domains puts it in."""
+    planned: Mapping[str, int] = progress["planned"]
+    train_dir = Path(runs_path).parent.parent
+    done = [key for key in planned if (train_dir / key / Path(runs_path).name).exists()]
+    runs_done, runs = sum(planned[key] for key in done), sum(planned.values())
+    return (
+        f"progress: {progress['domain']} {runs_done} of {runs} planned runs done "
+        f"({len(done)} of {len(planned)} train jobs, {100 * runs_done / max(1, runs):.0f}%)"
+    )
 
 
 def starting_point(settings: Mapping[str, Any], inputs: Mapping[str, str]) -> tuple[Any, dict[str, Any]]:
