@@ -7,10 +7,12 @@ ran on, so any Parquet file under ``results/`` explains itself without the workf
 
 from __future__ import annotations
 
+import errno
 import functools
 import json
 import os
 import platform
+import stat
 import tempfile
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -96,14 +98,40 @@ def write_artifact(frame: pl.DataFrame, path: str | Path, spec: StageSpec) -> No
 
 
 def first_line(exc: BaseException) -> str:
-    """An exception's message on one line (polars adds hints and context on the lines after)."""
+    """An exception's message on one line (polars adds hints and context on the lines after), in words: an
+    OS error's reason (``permission denied``), never the class's name, which says nothing to a user."""
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror[:1].lower() + exc.strerror[1:]
     lines = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
+    if isinstance(exc, KeyError) and lines:
+        return f"no {lines[0]}"
+    return lines[0] if lines else "failed, without a message"
+
+
+def not_a_file(path: Path) -> str | None:
+    """Why ``path`` cannot be read as a file, in words (no such file, a folder, a symbolic link loop or to
+    nothing, permission denied), or None where it is a readable file: the one reason an error should give."""
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        return f"a symbolic link to nothing (to {os.readlink(path)})" if path.is_symlink() else "no such file"
+    except OSError as exc:
+        return "a symbolic link loop" if exc.errno == errno.ELOOP else first_line(exc)
+    if stat.S_ISDIR(mode):
+        return "a directory, not a file"
+    if not stat.S_ISREG(mode):
+        return "not a regular file"
+    if not os.access(path, os.R_OK):
+        return "permission denied"
+    return None
 
 
 def _raw_metadata(path: Path) -> dict[str, str]:
-    if not path.exists():
+    problem = not_a_file(path)
+    if problem == "no such file":
         raise ArtifactError(f"{path}: missing artifact (run the stage that writes it)")
+    if problem:
+        raise ArtifactError(f"{path}: {problem}")
     try:
         raw = pl.read_parquet_metadata(path)
     except (pl.exceptions.PolarsError, OSError) as exc:
@@ -117,22 +145,26 @@ def read_meta(path: str | Path) -> ArtifactMeta:
     raw = _raw_metadata(path)
     if "stage" not in raw:
         raise ArtifactError(f"{path}: not an axisrl artifact (no axisrl metadata)")
-    if int(raw["schema_version"]) != SCHEMA_VERSION:
-        raise ArtifactError(
-            f"{path}: written with artifact schema version {raw['schema_version']}, this axisrl reads "
-            f"version {SCHEMA_VERSION}; use a fresh results folder or the axisrl release that wrote it"
+    try:
+        version = int(raw["schema_version"])
+        if version != SCHEMA_VERSION:
+            raise ArtifactError(
+                f"{path}: written with artifact schema version {version}, this axisrl reads "
+                f"version {SCHEMA_VERSION}; use a fresh results folder or the axisrl release that wrote it"
+            )
+        return ArtifactMeta(
+            stage=raw["stage"],
+            key=raw["key"],
+            config=json.loads(raw["config"]),
+            inputs=json.loads(raw["inputs"]),
+            version=raw["version"],
+            schema_version=version,
+            created=raw["created"],
+            libraries=json.loads(raw["libraries"]),
+            machine=json.loads(raw.get("machine", "{}")),
         )
-    return ArtifactMeta(
-        stage=raw["stage"],
-        key=raw["key"],
-        config=json.loads(raw["config"]),
-        inputs=json.loads(raw["inputs"]),
-        version=raw["version"],
-        schema_version=int(raw["schema_version"]),
-        created=raw["created"],
-        libraries=json.loads(raw["libraries"]),
-        machine=json.loads(raw.get("machine", "{}")),
-    )
+    except (KeyError, ValueError) as exc:  # metadata another program wrote under axisrl's names, or edited
+        raise ArtifactError(f"{path}: axisrl metadata that cannot be read ({first_line(exc)})") from None
 
 
 def read_artifact(path: str | Path, stage: str | None = None) -> pl.DataFrame:
@@ -159,8 +191,9 @@ def read_table(path: str | Path) -> pl.DataFrame:
     a missing or unreadable file is an ``ArtifactError`` whose message is one line naming it."""
     path = Path(path)
     kind = "CSV" if path.suffix.lower() == ".csv" else "Parquet"
-    if not path.is_file():
-        raise ArtifactError(f"{path}: no such file")
+    problem = not_a_file(path)
+    if problem:
+        raise ArtifactError(f"{path}: {problem}")
     try:
         return with_current_names(pl.read_csv(path) if kind == "CSV" else pl.read_parquet(path))
     except (pl.exceptions.PolarsError, OSError) as exc:

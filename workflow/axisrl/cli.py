@@ -23,11 +23,15 @@ import numpy as np
 import polars as pl
 
 from axisrl import __version__
-from axisrl.artifacts import ArtifactError, catalog, first_line, read_artifact, read_meta, read_table
+from axisrl.artifacts import ArtifactError, catalog, first_line, not_a_file, read_artifact, read_meta, read_table
 
 if TYPE_CHECKING:
     from axisrl.planner import Plan
     from axisrl.recipe import CostModel
+
+UNWRAPPED = {"tbl_width_chars": 65_535}
+"""polars' table width (its largest): a printed table is never wrapped to fit a width polars guesses, which for
+a pipe or a file (no terminal) is 100 characters and breaks column names over lines a script cannot parse."""
 
 
 def _show(path: str, rows: int) -> None:
@@ -43,8 +47,10 @@ def _show(path: str, rows: int) -> None:
     print("schema:")
     for name, dtype in frame.schema.items():
         print(f"  {name}: {dtype}")
-    with pl.Config(tbl_rows=rows, tbl_cols=12, fmt_str_lengths=40):
-        print(frame.head(rows))
+    shown = min(rows, frame.height)  # -n 10**30 asks for every row; polars takes at most 2**63 - 1
+    if rows:
+        with pl.Config(tbl_rows=max(shown, 1), tbl_cols=12, fmt_str_lengths=40, **UNWRAPPED):
+            print(frame.head(shown))
     print("config:")
     print(json.dumps(meta.config, indent=2, sort_keys=True))
 
@@ -52,7 +58,7 @@ def _show(path: str, rows: int) -> None:
 def _catalog(results: str) -> None:
     _results_folder(results)
     frame = catalog(results).select("stage", "key", "path", "created", "rows", "error")
-    with pl.Config(tbl_rows=-1, fmt_str_lengths=80, tbl_width_chars=200):
+    with pl.Config(tbl_rows=-1, fmt_str_lengths=80, **UNWRAPPED):
         print(frame)
 
 
@@ -60,29 +66,47 @@ def _results_folder(results: str) -> Path:
     """``results`` as a folder, or an error that says it is none (a mistyped path would list nothing)."""
     folder = Path(results)
     if not folder.is_dir():
-        problem = "not a folder" if folder.exists() else "no such folder"
+        problem = {None: "not a folder", "no such file": "no such folder"}.get(problem := not_a_file(folder), problem)
         raise ValueError(f"{results}: {problem} (a results folder, as the workflow writes it)")
     return folder
 
 
-def _fit(runs_path: str, episodes_path: str | None, out: str, settings: dict) -> None:
+def _out_folder(out: str) -> Path:
+    """``--out``, refused before any work where it cannot be the folder the tables go to: an empty path (which
+    would write into the current folder), or a path that is there and is no folder."""
+    if not out:
+        raise ValueError("--out: empty path (name the folder for the result tables)")
+    folder = Path(out)
+    if not folder.is_dir() and os.path.lexists(folder):
+        raise ValueError(f"--out {out}: {not_a_file(folder) or 'a file'}, not a folder to write the tables into")
+    return folder
+
+
+def _fit(runs_path: str, episodes_path: str | None, out: str, tier: str | None, n_boot: int, seed: int) -> None:
+    """``axisrl fit RUNS``; ``tier`` None: ``--tier`` not given (T2, where the table has tiers)."""
+    folder = _out_folder(out)
     runs = read_table(runs_path)
     episodes = read_table(episodes_path) if episodes_path else None
     from axisrl.laws.data import TableError  # the laws and the report import in seconds: after the files are read
     from axisrl.laws.study import LawSettings, analyse
 
     try:
-        frames = analyse(runs, episodes, LawSettings(**settings))
+        runs = _fit_inputs(runs, episodes, tier)
+        frames = analyse(runs, episodes, LawSettings(tier=tier or "T2", n_boot=n_boot, seed=seed))
     except TableError as exc:  # a table no fit should read: the file it came from
         raise ValueError(f"{episodes_path if exc.table == 'episodes' else runs_path}: {exc}") from None
-    except (pl.exceptions.PolarsError, KeyError, ValueError) as exc:  # columns or types other than a runs table's
+    except FlagError as exc:
+        flag = f"--episodes {episodes_path}" if exc.flag == "--episodes" else exc.flag
+        raise ValueError(f"{flag}: {runs_path}: {exc}") from None
+    except (pl.exceptions.PolarsError, KeyError, IndexError, TypeError, ValueError, ArithmeticError) as exc:
+        # columns, types or values other than a runs table's that the checks above let through: the files, in words
         inputs = runs_path if episodes_path is None else f"{runs_path} or {episodes_path}"
         reason = str(exc) if isinstance(exc, ValueError) else f"not a runs table axisrl fit reads ({first_line(exc)})"
         raise ValueError(f"{inputs}: {reason}") from None
     from axisrl.report.compact import fits_by_setting, markdown
     from axisrl.report.figures import figure2
 
-    folder = _write_frames(frames, out)
+    _write_frames(frames, folder)
     figure2(frames["points"], frames["axis_fits"], folder / "fig2.png", folder / "fig2.pdf", frames.get("trends"))
     table2 = fits_by_setting({"series": "model size"}).build(frames["axis_fits"])
     print("Table 2: log-log slope alpha of L = -ln p per axis, 95 % interval (every column: axis_fits.csv)")
@@ -92,11 +116,69 @@ def _fit(runs_path: str, episodes_path: str | None, out: str, settings: dict) ->
     print(f"wrote {len(frames)} tables and fig2 to {folder}")
 
 
-def _write_frames(frames: dict[str, pl.DataFrame], out: str) -> Path:
-    """Each frame as Parquet, with its Markdown and CSV tables, into the folder ``out`` (made if need be)."""
+class FlagError(ValueError):
+    """A flag that does not apply to the table given (``flag``: the flag, as typed)."""
+
+    def __init__(self, flag: str, problem: str) -> None:
+        super().__init__(problem)
+        self.flag = flag
+
+
+def _fit_inputs(runs: pl.DataFrame, episodes: pl.DataFrame | None, tier: str | None) -> pl.DataFrame:
+    """The runs table ``analyse`` is given, refused (``TableError``, ``FlagError``) where a fit would fail deep
+    inside or answer something other than what was asked: no rows; no run that did not fail; ``--tier`` on a
+    table whose counts have no tiers (it would be ignored); ``--episodes`` whose ``success`` is not a number in
+    [0, 1], or that no table of these runs reads (they would be ignored). Numbers stored as text are read as
+    numbers (``check_runs`` has checked them)."""
+    from axisrl.laws.data import (
+        AMOUNT_COLUMNS,
+        TableError,
+        check_episodes,
+        check_runs,
+        count_columns,
+        numbers,
+        usable_runs,
+    )
+    from axisrl.laws.tables import in_families
+
+    if runs.height == 0:
+        raise TableError("runs", "no rows, only a header (one row per run)")
+    if tier is not None and {"successes", "trials"} <= set(runs.columns):
+        raise FlagError(
+            f"--tier {tier}",
+            "the table counts successes/trials, which have no tiers (p_<tier>/n_<tier> columns do): drop --tier",
+        )
+    check_runs(runs, tier or "T2")
+    if "seed" in runs.columns:  # which runs are repeats of a design: a whole number where a run is measured
+        measured = runs.with_row_index("row", offset=1)
+        if "status" in measured.columns:
+            measured = measured.filter(pl.col("status") == "ok")
+        numbers(measured, "seed", -(2**63), whole=True, maximum=2**63 - 1)
+    successes, trials = count_columns(runs, tier or "T2")
+    text = [c for c in (*AMOUNT_COLUMNS, successes, trials, "seed") if c in runs.columns and runs[c].dtype == pl.String]
+    runs = runs.with_columns(pl.col(c).str.strip_chars().cast(pl.Float64, strict=False) for c in text)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the failed runs are counted in the fit's own warnings
+        usable, failed = usable_runs(runs, tier or "T2")
+    if usable.height == 0:
+        raise TableError("runs", f"no run to fit: all {failed.height} failed (a status other than 'ok', or no trials)")
+    if episodes is not None:
+        check_episodes(episodes)
+        numbers(episodes.with_row_index("row", offset=1), "success", 0, whole=False, maximum=1, table="episodes")
+        listed = "families" in runs.columns and isinstance(runs["families"].dtype, pl.List)
+        if not (listed and in_families(runs, "worlds_variants").height):
+            raise FlagError(
+                "--episodes",
+                "only Table 8 reads episodes (its task-level bootstrap), and the table has no runs of its "
+                "family (worlds_variants, in a families column): drop --episodes",
+            )
+    return runs
+
+
+def _write_frames(frames: dict[str, pl.DataFrame], folder: Path) -> Path:
+    """Each frame as Parquet, with its Markdown and CSV tables, into ``folder`` (made if need be)."""
     from axisrl.report.tables import write_table
 
-    folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)
     for name, frame in frames.items():
         frame.write_parquet(folder / f"{name}.parquet")
@@ -106,6 +188,7 @@ def _write_frames(frames: dict[str, pl.DataFrame], out: str) -> Path:
 
 def _fit_curves(curves_path: str, out: str, n_boot: int, seed: int) -> None:
     """``axisrl fit --curves FILE``: the saturating fits of a user's learning curves (``axisrl.laws.curves``)."""
+    folder = _out_folder(out)
     table = read_table(curves_path)
     from axisrl.laws.curve_laws import curve_study, curves_from_table
 
@@ -117,7 +200,7 @@ def _fit_curves(curves_path: str, out: str, n_boot: int, seed: int) -> None:
     from axisrl.report.compact import compact_table, markdown
     from axisrl.report.curve_figure import curve_figure
 
-    folder = _write_frames(frames, out)
+    _write_frames(frames, folder)
     curve_figure(user.curves, frames["curve_points"], folder / "fig_curves.png", folder / "fig_curves.pdf", user.axes)
     points = frames["curve_points"]
     print(f"{points['A'].is_not_null().sum()} of {points.height} designs' curves identify the asymptote A")
@@ -161,11 +244,43 @@ def _newest_law() -> Path:
     return next(path for created, path in dated if created == newest)
 
 
+def _law_columns(frame: pl.DataFrame, path: Path) -> pl.DataFrame:
+    """A recipe ``law.parquet`` as ``law_from_frame`` reads it, refused naming the column where it is not: a
+    column missing, or not numbers (text, say); no rows; an empty cell where the law needs a number (the fit's
+    ``E`` and centre, and each fitted axis's amplitude, exponent and range; ``m_star``/``k_star`` may be empty)."""
+    from axisrl.recipe import RECIPE_AXES
+
+    if not any(c.startswith(("alpha_", "A_", "centre_")) for c in frame.columns):
+        return frame  # another recipe artifact (cost.parquet, say): _recipe says which
+    if frame.height == 0:
+        raise ValueError(f"{path}: a law with no rows (the fit is draw -1)")
+    per_axis = ("A", "alpha", "lo", "hi", "centre")
+    needed = ["draw", "E", "m_star", "k_star", *(f"{name}_{a}" for a in RECIPE_AXES for name in per_axis)]
+    for column in needed:
+        if column not in frame.columns:
+            raise ValueError(f"{path}: no column {column} (a law.parquet as the recipe stage writes it)")
+        values = frame[column].drop_nulls()  # a column of empty cells (m_star unfitted) is no number, and no text
+        if not (values.dtype.is_numeric() or values.is_empty()):
+            raise ValueError(f"{path}: column {column} must hold numbers, got {values.dtype} ({values[0]!r}, ...)")
+    fitted = [a for a in RECIPE_AXES if frame.sort("draw")[f"alpha_{a}"][0] is not None]
+    required = ["draw", "E", *(f"centre_{a}" for a in RECIPE_AXES)]
+    required += [f"{name}_{a}" for a in fitted for name in ("A", "alpha", "lo", "hi")]
+    for column in required:
+        finite = pl.col(column).cast(pl.Float64).is_finite().fill_null(False)
+        bad = frame.with_row_index("row", offset=1).filter(~finite)
+        if bad.height:
+            row = bad.row(0, named=True)
+            raise ValueError(f"{path}: column {column}, row {row['row']}: must be a finite number, got {row[column]}")
+    return frame
+
+
 def _cost_model(cost_path: Path, domain: str | None) -> tuple[str, CostModel]:
     """The cost model of ``domain`` (default: the only one) from a recipe ``cost.parquet``."""
     from axisrl.recipe import CostModel
 
     costs = read_artifact(cost_path, "recipe")
+    if "domain" not in costs.columns or costs.height == 0:
+        raise ValueError(f"{cost_path}: no cost model (a cost.parquet has one row per domain, with a domain column)")
     domains = costs["domain"].to_list()
     if domain is None:
         if len(domains) != 1:
@@ -174,7 +289,10 @@ def _cost_model(cost_path: Path, domain: str | None) -> tuple[str, CostModel]:
     elif domain not in domains:
         raise ValueError(f"{cost_path} has no cost model for domain {domain!r}; it has {domains}")
     row = costs.filter(pl.col("domain") == domain).row(0, named=True)
-    return domain, CostModel.from_mapping({k: v for k, v in row.items() if k != "domain"})
+    try:
+        return domain, CostModel.from_mapping({k: v for k, v in row.items() if k != "domain"})
+    except (TypeError, ValueError) as exc:  # a coefficient stored as text, say: the model's own check, and the file
+        raise ValueError(f"{cost_path}: domain {domain!r}: {exc}") from None
 
 
 def _rounded(value: float) -> int:
@@ -186,11 +304,11 @@ def _recipe(budget: float, domain: str | None, law_path: str | None, starts: int
     import numpy as np
 
     from axisrl.laws.joint import predict_loss
-    from axisrl.recipe import RECIPE_AXES, solve
+    from axisrl.recipe import RECIPE_AXES, InfeasibleBudget, solve
     from axisrl.recipe.fitted import law_from_frame
 
     path = Path(law_path) if law_path else _newest_law()
-    frame = read_artifact(path, "recipe")
+    frame = _law_columns(read_artifact(path, "recipe"), path)
     try:
         law, draws, ranges, fixed = law_from_frame(frame)
     except (KeyError, IndexError, pl.exceptions.ColumnNotFoundError) as exc:  # cost.parquet, say
@@ -200,7 +318,12 @@ def _recipe(budget: float, domain: str | None, law_path: str | None, starts: int
     domain, model = _cost_model(path.parent / "cost.parquet", domain)
     centre_cost = float(model.cost({a: np.asarray(v) for a, v in centre.items()}))
     currency = model.currency
-    allocation = solve(law, model, budget, bounds=ranges, fixed=fixed, starts=starts)
+    try:
+        allocation = solve(law, model, budget, bounds=ranges, fixed=fixed, starts=starts)
+    except InfeasibleBudget as exc:  # the budget's fault: the flag
+        raise ValueError(f"--budget {budget:g}: {exc}") from None
+    except ValueError as exc:  # the law's or the cost model's (bounds out of order, say): the files
+        raise ValueError(f"{path} or {path.parent / 'cost.parquet'}: {exc}") from None
 
     design = pl.DataFrame([allocation.values])
     success = np.exp(-np.array([predict_loss(draw, design)[0] for draw in draws], dtype=np.float64))
@@ -256,22 +379,38 @@ def _recipe(budget: float, domain: str | None, law_path: str | None, starts: int
         print(f"axisrl: warning: the solver did not confirm the optimum: {allocation.status}", file=sys.stderr)
 
 
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+def _whole(text: str, low: int, high: float = math.inf) -> int:
+    """``text`` as a whole number in [``low``, ``high``]; otherwise argparse's error names the flag and this
+    says what it takes (argparse's own, ``invalid _count value``, names a function of this module)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number, got {text!r}") from None
+    if value < low:
+        raise argparse.ArgumentTypeError(f"must be {'at least 1' if low == 1 else f'{low} or more'}, got {value}")
+    if value > high:
+        raise argparse.ArgumentTypeError(f"must be at most {high}, got {value}")
     return value
+
+
+def _positive_int(text: str) -> int:
+    return _whole(text, 1)
 
 
 def _count(text: str) -> int:
-    value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
-    return value
+    return _whole(text, 0)
+
+
+def _seed(text: str) -> int:
+    """A random seed numpy and polars both take (0 to 2**32 - 1)."""
+    return _whole(text, 0, 2**32 - 1)
 
 
 def _positive_float(text: str) -> float:
-    value = float(text)
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
     if not (math.isfinite(value) and value > 0):
         raise argparse.ArgumentTypeError(f"must be a positive number, got {text}")
     return value
@@ -310,6 +449,15 @@ def _study_config(configs: list[str]) -> tuple[dict, frozenset[str]]:
             f"no {' or '.join(missing)} in {Path.cwd()}: axisrl power reads the workflow's config, "
             "so run it in the workflow's folder"
         )
+    for config in configs:  # a folder, a link loop, ...: said in words, naming the file (YAML's error would not)
+        problem = not_a_file(Path(config))
+        if problem and problem != "no such file":
+            raise ValueError(f"{config}: {problem}")
+        try:
+            if problem is None:
+                Path(config).read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:
+            raise ValueError(f"{config}: not a YAML file (byte {exc.start} is not UTF-8 text)") from None
     paths = [base, *(Path(c) for c in configs if Path(c).resolve() != base.resolve())]
     config = load_config(*paths, schema_path=schema)
     from axisrl.stages.registry import train_keys  # after the files are read: a mistyped one is named in a second
@@ -340,11 +488,18 @@ def _power(
     frame = read_artifact(noise, "laws") if noise else None
     folder = _results_folder(results) if results is not None else Path("results")
     config, keys = _study_config(configs)
-    from axisrl.planner import plan
+    from axisrl.planner import candidates, design_of, plan
     from axisrl.report.compact import markdown, number
 
     wanted = _targets(targets)
     searching = bool(wanted) or budget is not None
+    if searching and not candidates(design_of(config), (2,)):  # the search's own list of designs, empty
+        flag = f"--budget {budget:g}" if budget is not None else f"--target {targets[0]}"
+        longest = max(len(values) for values in design_of(config).grids.values())
+        raise ValueError(
+            f"{flag}: {' + '.join(configs)}: no other design to search: its grids have at most {longest} points "
+            "an axis, and a slope's interval needs 3 (search a study with longer grids, or drop the flag)"
+        )
     answer = plan(config, frame, folder, keys=keys, search_designs=searching, n_sims=sims)
     design, model, truth = answer.design, answer.noise, answer.truth
     grids = ", ".join(f"{axis} {min(v)}..{max(v)} ({len(v)} points)" for axis, v in design.grids.items())
@@ -456,7 +611,7 @@ def _where(name: str | None) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="axisrl", description=__doc__)
     parser.add_argument("--version", action="version", version=f"axisrl {__version__}")
-    commands = parser.add_subparsers(dest="command", required=True)
+    commands = parser.add_subparsers(dest="command")  # required: below, after an unknown flag is named
     show = commands.add_parser("show", help="print an artifact's schema, row count, head and config")
     show.add_argument("path")
     show.add_argument("-n", "--rows", type=_count, default=5, help="rows of the head to print (default 5)")
@@ -480,9 +635,9 @@ def main(argv: list[str] | None = None) -> int:
     fit.add_argument(
         "--episodes", help="optional per-episode rows (run_key, task_id, tier, success) for the task-level bootstrap"
     )
-    fit.add_argument("--tier", default="T2", help="held-out tier to fit when runs carry p_<tier> (default T2)")
+    fit.add_argument("--tier", help="held-out tier to fit when runs carry p_<tier>/n_<tier> (default T2)")
     fit.add_argument("--n-boot", type=_positive_int, default=2000, help="bootstrap resamples (default 2000)")
-    fit.add_argument("--seed", type=int, default=0)
+    fit.add_argument("--seed", type=_seed, default=0, help="the bootstrap's random seed (default 0)")
     recipe = commands.add_parser("recipe", help="the compute-optimal design at a budget, from a fitted recipe law")
     recipe.add_argument(
         "--budget",
@@ -530,15 +685,19 @@ def main(argv: list[str] | None = None) -> int:
     where = commands.add_parser("where", help="the rule and the function behind a table, figure or stage")
     where.add_argument("target", nargs="?", help="e.g. fig2, table8, train (default: list them all)")
     model = commands.add_parser("model", help="write a model directory a verl study can train, with no download")
-    kinds = model.add_subparsers(dest="kind", required=True)
+    kinds = model.add_subparsers(dest="kind")
     tiny = kinds.add_parser("tiny", help="a small Qwen2-architecture model with random weights (the GPU smoke check)")
     tiny.add_argument("directory", help="a new or empty folder")
     args, unknown = parser.parse_known_args(argv)
-    if unknown:  # the subcommand's usage, not the top level's: the flag was given to it
-        command = commands.choices[args.command]
-        if args.command == "model":
-            command = kinds.choices[args.kind]
+    # the usage of the (sub)command the flag was given to; a missing command is named only without one
+    # (`axisrl --nope`: the flag is the mistake)
+    command, missing = (parser, "command") if args.command is None else (commands.choices[args.command], None)
+    if args.command == "model":
+        command, missing = (model, "kind") if args.kind is None else (kinds.choices[args.kind], None)
+    if unknown:
         command.error(f"unrecognized arguments: {' '.join(unknown)}")
+    if missing:
+        command.error(f"the following arguments are required: {missing}")
     try:
         with warnings.catch_warnings(), np.errstate(all="ignore"):
             # numpy's floating-point and polars' warnings say nothing a user can act on; axisrl's own
@@ -550,12 +709,32 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nothing left to flush at exit
         return 0
-    except (ArtifactError, ValueError, OSError, pl.exceptions.PolarsError) as exc:
-        # one line, naming the file where a file is at fault (a ConfigError's problems joined by "; ")
-        message = str(exc) if isinstance(exc, (ArtifactError, ValueError)) else first_line(exc)
+    except (ArtifactError, ValueError, OSError, pl.exceptions.PolarsError, KeyError, IndexError) as exc:
+        # one line, naming the file where a file is at fault (a ConfigError's problems joined by "; "); an OS
+        # error names its file, and the last resort (a polars or lookup error no check above foresaw) the inputs
+        if isinstance(exc, (ArtifactError, ValueError)):
+            message = str(exc)
+        elif isinstance(exc, OSError):
+            message = f"{exc.filename}: {first_line(exc)}" if exc.filename is not None else first_line(exc)
+        else:
+            message = f"{_inputs(args)}: cannot be read as axisrl {args.command} reads it ({first_line(exc)})"
         print(f"axisrl: error: {_one_line(message)}", file=sys.stderr)
         return 2
     return 0
+
+
+def _inputs(args: argparse.Namespace) -> str:
+    """The files (or target) the command read, as given: what an error none of the checks foresaw names."""
+    given = {
+        "show": [args.path] if args.command == "show" else [],
+        "catalog": [getattr(args, "results", None)],
+        "fit": [getattr(args, "runs", None), getattr(args, "curves", None), getattr(args, "episodes", None)],
+        "recipe": [getattr(args, "law", None) or "results/recipe"],
+        "power": [*getattr(args, "config", []), getattr(args, "noise", None), getattr(args, "results", None)],
+        "where": [getattr(args, "target", None)],
+        "model": [getattr(args, "directory", None)],
+    }[args.command]
+    return " or ".join(str(part) for part in given if part is not None) or f"axisrl {args.command}"
 
 
 def _run(args: argparse.Namespace) -> None:
@@ -572,13 +751,22 @@ def _run(args: argparse.Namespace) -> None:
     elif args.command == "model":
         from axisrl.model_command import write_tiny
 
+        if not args.directory:
+            raise ValueError("axisrl model tiny: empty path (name a new or empty folder)")
+        target = Path(args.directory)
+        if os.path.lexists(target) and not target.is_dir():  # a link to nothing or a loop too: not a folder to fill
+            problem = not_a_file(target) or "a file"
+            raise ValueError(f"{args.directory}: {problem}, not a folder (axisrl model tiny writes a new model folder)")
         print(write_tiny(args.directory))
     elif args.curves is not None or args.runs is None:
         if args.runs is not None or args.curves is None:
             raise ValueError("axisrl fit reads a runs table or --curves FILE: give one of them")
+        for flag, value in (("--tier", args.tier), ("--episodes", args.episodes)):
+            if value is not None:  # refused, not ignored: a curves file has one success per evaluation
+                raise ValueError(f"{flag} {value}: axisrl fit --curves reads no tiers or episodes: drop {flag}")
         _fit_curves(args.curves, args.out, args.n_boot, args.seed)
     else:
-        _fit(args.runs, args.episodes, args.out, {"tier": args.tier, "n_boot": args.n_boot, "seed": args.seed})
+        _fit(args.runs, args.episodes, args.out, args.tier, args.n_boot, args.seed)
 
 
 def _one_line(message: str) -> str:

@@ -89,15 +89,26 @@ def fixed(value: float, places: int, scale: float | None = None, sign: bool = Fa
     return text if sign or value < 0 else text.removeprefix("+")
 
 
+def bounds_scale(*bounds: float | None) -> float | None:
+    """The scale of an estimate whose interval is ``bounds``: the largest bound's size. A slope of 1.14e-16
+    with the interval [-0.176, 0.176] is a residue of the fit, 0 (``is_residue``); None where the bounds are
+    missing, infinite or residues themselves (the residue test without a scale then decides)."""
+    sizes = [abs(b) for b in bounds if b is not None and math.isfinite(b)]
+    size = max(sizes, default=0.0)
+    return None if is_residue(size) else size
+
+
 def p_value(value: float | None) -> str:
     """A p-value's cell: ``number``, or ``not defined`` where it is null (no variance to test)."""
     return NOT_DEFINED if value is None or math.isnan(value) else number(value)
 
 
 def interval(value: float | None, lo: float | None, hi: float | None, scale: float | None = None) -> str:
-    """``value [lo, hi]`` (each a ``number`` at ``scale``); the value alone when the interval is missing."""
+    """``value [lo, hi]`` (each a ``number`` at ``scale``, by default the interval's own, ``bounds_scale``);
+    the value alone when the interval is missing."""
     if value is None or lo is None or hi is None:
         return number(value, scale)
+    scale = bounds_scale(lo, hi) if scale is None else scale
     return f"{number(value, scale)} [{number(lo, scale)}, {number(hi, scale)}]"
 
 
@@ -106,12 +117,18 @@ def readable(frame: pl.DataFrame) -> pl.DataFrame:
     return frame.select(c for c in frame.columns if frame.is_empty() or frame[c].null_count() < frame.height)
 
 
-def _text(frame: pl.DataFrame) -> pl.DataFrame:
-    """Every cell as its string (``number``), so a shown frame prints the same wherever it goes."""
+def _text(frame: pl.DataFrame, scale: float | None = None) -> pl.DataFrame:
+    """Every cell as its string (``number`` at ``scale``), so a shown frame prints the same wherever it goes."""
     return pl.DataFrame(
-        {column: [number(value) for value in frame[column].to_list()] for column in frame.columns},
+        {column: [number(value, scale) for value in frame[column].to_list()] for column in frame.columns},
         schema=dict.fromkeys(frame.columns, pl.String),
     )
+
+
+def whole(scale: float) -> View:
+    """A table shown whole (``readable``), each number at ``scale``, the size its columns share: for the laws'
+    frames of losses and exponents (order 1), whose residues (``5.9e-17``) print 0."""
+    return View((), lambda frame: _text(readable(frame), scale).to_dicts())
 
 
 def _axes(values: Iterable[str]) -> list[str]:
@@ -296,7 +313,11 @@ up to rounding of a success rate shows ``0``), and its p-value, ``not defined`` 
 
 
 def _slope(row: dict[str, Any] | None) -> str:
-    return f"{number(row['slope'])} (SE {number(row['slope_se'])})" if row else MISSING
+    """``slope (SE se)``, each at the scale of the pair (``bounds_scale``: a slope of 1e-16, SE 0.18, prints 0)."""
+    if not row:
+        return MISSING
+    scale = bounds_scale(row["slope"], row["slope_se"])
+    return f"{number(row['slope'], scale)} (SE {number(row['slope_se'], scale)})"
 
 
 def _local_slopes(frame: pl.DataFrame) -> list[dict[str, str]]:
@@ -467,6 +488,19 @@ VIEWS: dict[str, View] = {
         _extrapolation,
     ),
     "trends": TRENDS,
+    "ordering": View(
+        ("axis_a", "axis_b", "alpha_diff", "alpha_diff_lo", "alpha_diff_hi", "p_value"),
+        lambda frame: [
+            {
+                "axes": f"{row['axis_a']} - {row['axis_b']}",
+                "alpha difference": interval(row["alpha_diff"], row["alpha_diff_lo"], row["alpha_diff_hi"]),
+                "p_value": p_value(row["p_value"]),
+            }
+            for row in frame.to_dicts()
+        ],
+    ),
+    "loo": whole(1.0),  # exponents left one out and their shifts
+    "joint": whole(1.0),  # the joint laws' floors, amplitudes and exponents, on the loss's scale
     "power": renamed(
         {
             "quantity": "quantity",

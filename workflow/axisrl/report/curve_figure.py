@@ -18,6 +18,7 @@ import polars as pl
 from axisrl.laws.curve_laws import axes_from_runs
 from axisrl.laws.curves import saturating
 from axisrl.report import style
+from axisrl.report.compact import SUCCESS_SCALE, fixed
 from axisrl.report.panels import placeholder, require_columns
 
 __all__ = ["curve_figure"]
@@ -30,9 +31,9 @@ AXIS_ORDER = ("d_env", "d_task", "d_traj")
 def _legend(label: str, fit: dict) -> str:
     if fit.get("A") is None:
         return f"{label}: {fit.get('status', 'no fit')}"
-    text = f"{label}: A = {fit['A']:.2f}"
+    text = f"{label}: A = {fixed(fit['A'], 2, SUCCESS_SCALE)}"  # a success rate: a residue prints 0, never -0.00
     if fit.get("A_lo") is not None and fit.get("A_hi") is not None:
-        text += f" [{fit['A_lo']:.2f}, {fit['A_hi']:.2f}]"
+        text += f" [{fixed(fit['A_lo'], 2, SUCCESS_SCALE)}, {fixed(fit['A_hi'], 2, SUCCESS_SCALE)}]"
     return text
 
 

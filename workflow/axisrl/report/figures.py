@@ -29,7 +29,7 @@ from matplotlib.ticker import LogFormatter, NullLocator
 
 from axisrl.laws.data import pool_points
 from axisrl.report import style
-from axisrl.report.compact import SUCCESS_SCALE, fixed
+from axisrl.report.compact import SUCCESS_SCALE, bounds_scale, fixed, number
 from axisrl.report.panels import as_float, placeholder, require_columns
 
 __all__ = [
@@ -79,10 +79,11 @@ def _natural(label: str) -> list:
 
 def _fit_label(fit: dict) -> str:
     """Legend text of one sweep's fit: the log-log slope and its interval where known."""
-    text = f"$\\alpha$ = {fixed(fit['alpha'], 2)}"
     lo, hi = as_float(fit["alpha_lo"]), as_float(fit["alpha_hi"])
+    scale = bounds_scale(lo, hi)  # a slope of 1e-16 in [-0.18, 0.18] is 0
+    text = f"$\\alpha$ = {fixed(fit['alpha'], 2, scale)}"
     if not (math.isnan(lo) or math.isnan(hi)):
-        text += f" [{fixed(lo, 2)}, {fixed(hi, 2)}]"
+        text += f" [{fixed(lo, 2, scale)}, {fixed(hi, 2, scale)}]"
     return text
 
 
@@ -239,13 +240,14 @@ def figure3(grid: pl.DataFrame, png: Path, pdf: Path, *, value: str = "p", cost:
             if not math.isnan(v):
                 r, g, b, _ = image.cmap(image.norm(v))
                 ink = "black" if 0.299 * r + 0.587 * g + 0.114 * b > 0.5 else "white"
-                ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=9, color=ink)
+                ax.text(j, i, fixed(v, 2, SUCCESS_SCALE), ha="center", va="center", fontsize=9, color=ink)
         levels = _cost_levels(c)
         if len(envs) > 1 and len(tasks) > 1 and levels.size:
             lines = ax.contour(
                 np.ma.masked_invalid(c), levels=levels, colors="black", linestyles="dashed", linewidths=1.0
             )
-            ax.clabel(lines, fmt=lambda v: f"{v:.3g}", fontsize=8, manual=_label_spots(lines))
+            scale = bounds_scale(*levels)
+            ax.clabel(lines, fmt=lambda v: number(float(v), scale), fontsize=8, manual=_label_spots(lines))
             ax.legend(
                 handles=[Line2D([], [], color="black", linestyle="dashed", label=f"iso-{cost}")],
                 loc="lower left",
