@@ -157,7 +157,6 @@ OVERLAYS = {
     "smoke-adaptive": "smoke",
     "smoke-domains": "smoke",
     "curves": "quick",
-    "domains-dynamic-kl": "domains",
     "gpu-smoke-mathcode": "gpu-smoke",
 }
 """Each overlay of config/studies/ and the preset it goes over."""

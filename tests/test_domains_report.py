@@ -60,6 +60,7 @@ def test_rl_against_its_base_counts_each_domains_finished_runs_above_their_base(
             "status": ["ok", "ok", "ok", "ok", "failed"],
             "p_V": [0.125, 0.100, 0.113, 0.300, 0.900],
             "p_V_base": [0.113, 0.113, 0.113, None, 0.113],  # the fourth run starts from random weights
+            "base_bc_steps": [110, 110, 110, None, 110],
         }
     )
     from_random = pl.DataFrame(
@@ -68,6 +69,7 @@ def test_rl_against_its_base_counts_each_domains_finished_runs_above_their_base(
     frame = base_by_domain({"webworld": webworld, "toolworld": from_random})
     row = frame.row(0, named=True)
     assert row["domain"] == "webworld" and row["n_runs"] == 4 and row["n_from_base"] == 3
+    assert row["base_bc_steps"] == "110"  # the checkpoint the base rule chose, once
     assert row["runs_above_base"] == 1  # a tie with the base is not above it; failed and random-init runs not counted
     assert abs(row["gain_V"] - (0.012 - 0.013 + 0.0) / 3) < 1e-12
     assert abs(row["p_V"] - (0.125 + 0.100 + 0.113) / 3) < 1e-12

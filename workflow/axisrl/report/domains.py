@@ -76,8 +76,9 @@ def drivers_by_domain(runs: Mapping[str, pl.DataFrame]) -> pl.DataFrame:
 
 def base_by_domain(runs: Mapping[str, pl.DataFrame]) -> pl.DataFrame:
     """RL against its base across domains, one row per domain: of its finished runs, those that start
-    from a base (``n_from_base``; a family may train from random weights), their bases' mean success
-    on V (``p_V_base``, the same weights on the same episodes), their mean ``p_V``, the mean paired
+    from a base (``n_from_base``; a family may train from random weights), their bases' behaviour-cloning
+    steps (``base_bc_steps``: which checkpoint the base rule chose, each base's once), their bases' mean
+    success on V (``p_V_base``, the same weights on the same episodes), their mean ``p_V``, the mean paired
     gain and how many end above their base. A mean over every design point, with no interval: the
     runs differ in design, so they are not draws of one quantity."""
     rows = []
@@ -92,6 +93,8 @@ def base_by_domain(runs: Mapping[str, pl.DataFrame]) -> pl.DataFrame:
         if based.height:
             gain = based["p_V"] - based["p_V_base"]
             above = int((gain > 0).sum())
+            if "base_bc_steps" in based.columns:
+                row["base_bc_steps"] = ", ".join(map(str, based["base_bc_steps"].drop_nulls().unique().sort()))
             row |= {
                 "p_V_base": based["p_V_base"].mean(),
                 "p_V": based["p_V"].mean(),
