@@ -133,19 +133,15 @@ def pretrain(
     started = time.process_time()
     heldout_rows, v_tasks, domain = heldout_envs.to_dicts(), validation.to_dicts(), settings["domain"]
     starts = HeldoutStarts(heldout_rows, v_tasks, settings["evaluate_seed"], bc.leak_primitive_role, domain)
-    select, sampled = p["select"], p["select"] == "sampled"
+    select, sampled, seed = p["select"], p["select"] == "sampled", settings["evaluate_seed"]
 
-    def scores(policy: Any) -> Scores:
-        def play(greedy: bool) -> list[dict[str, Any]]:
-            seed = settings["evaluate_seed"]
-            return evaluate(policy, heldout_rows, v_tasks, seed, greedy=greedy, starts=starts, domain=domain)
-
-        return Scores(play(greedy=True), play(greedy=False) if sampled else None)
+    def play(policy: Any, greedy: bool) -> list[dict[str, Any]]:
+        return evaluate(policy, heldout_rows, v_tasks, seed, greedy=greedy, starts=starts, domain=domain)
 
     scored: list[Scores] = []
     while len(scored) < len(steps) and not any(s.selected(select) >= p["base_success"] for s in scored):
         block = policies[len(scored) : len(scored) + SELECTION_BLOCK]  # later ones only if needed
-        scored += [scores(policy) for policy in block]
+        scored += [Scores(play(policy, True), play(policy, False) if sampled else None) for policy in block]
         log.info("base selection: %d of %d checkpoints played on V (%s)", len(scored), len(steps), select)
     selection_seconds = time.process_time() - started
     flops = np.cumsum([0] + [row["rollout_flops"] + row["train_flops"] for row in result.metrics])
