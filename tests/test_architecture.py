@@ -49,7 +49,7 @@ def import_graph() -> dict[str, set[str]]:
 
 
 FLOORS = (
-    ("the command line", ("cli", "model_command")),
+    ("the command line", ("cli", "cli_inputs", "model_command")),
     ("the jobs", ("stages", "scripting", "warm")),
     (
         "the analysis and report",

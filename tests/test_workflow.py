@@ -591,7 +591,7 @@ def test_recipe_preregisters_trains_and_validates_its_strategies(smoke_upstream,
     refused = subprocess.run(
         [sys.executable, "-m", "axisrl.cli", "recipe", "--budget", "1"], cwd=workdir, capture_output=True, text=True
     )
-    assert refused.returncode == 2 and refused.stderr.startswith("axisrl: error: budget 1 flop is below")
+    assert refused.returncode == 2 and refused.stderr.startswith("axisrl: error: --budget 1: budget 1 flop is below")
 
 
 ADAPTIVE = ("--configfile", "config/studies/smoke.yaml", "config/studies/smoke-adaptive.yaml")

@@ -174,7 +174,7 @@ def read_artifact(path: str | Path, stage: str | None = None) -> pl.DataFrame:
     if stage is not None and meta.stage != stage:
         raise ArtifactError(f"{path}: written by stage '{meta.stage}', expected '{stage}'")
     try:
-        frame = pl.read_parquet(path)
+        frame = pl.read_parquet(path, glob=False)  # a path, never a pattern: a folder may be named [
     except (pl.exceptions.PolarsError, OSError) as exc:
         raise ArtifactError(f"{path}: not a readable Parquet file (truncated or corrupt): {first_line(exc)}") from None
     return with_current_names(frame)
@@ -195,7 +195,7 @@ def read_table(path: str | Path) -> pl.DataFrame:
     if problem:
         raise ArtifactError(f"{path}: {problem}")
     try:
-        return with_current_names(pl.read_csv(path) if kind == "CSV" else pl.read_parquet(path))
+        return with_current_names(pl.read_csv(path) if kind == "CSV" else pl.read_parquet(path, glob=False))
     except (pl.exceptions.PolarsError, OSError) as exc:
         raise ArtifactError(
             f"{path}: not a readable {kind} file (truncated, corrupt or another format): {first_line(exc)}"
@@ -227,7 +227,7 @@ def catalog(results: str | Path) -> pl.DataFrame:
                 created=meta.created,
                 version=meta.version,
                 config=canonical_json(meta.config),
-                rows=pl.scan_parquet(path).select(pl.len()).collect().item(),
+                rows=pl.scan_parquet(path, glob=False).select(pl.len()).collect().item(),
             )
         except ArtifactError as exc:
             row["error"] = str(exc)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import sys
 import warnings
@@ -23,6 +22,7 @@ import numpy as np
 import polars as pl
 
 from axisrl import __version__
+from axisrl import cli_inputs as checks
 from axisrl.artifacts import ArtifactError, catalog, first_line, not_a_file, read_artifact, read_meta, read_table
 
 if TYPE_CHECKING:
@@ -56,46 +56,26 @@ def _show(path: str, rows: int) -> None:
 
 
 def _catalog(results: str) -> None:
-    _results_folder(results)
+    checks.results_folder(results)
     frame = catalog(results).select("stage", "key", "path", "created", "rows", "error")
     with pl.Config(tbl_rows=-1, fmt_str_lengths=80, **UNWRAPPED):
         print(frame)
 
 
-def _results_folder(results: str) -> Path:
-    """``results`` as a folder, or an error that says it is none (a mistyped path would list nothing)."""
-    folder = Path(results)
-    if not folder.is_dir():
-        problem = {None: "not a folder", "no such file": "no such folder"}.get(problem := not_a_file(folder), problem)
-        raise ValueError(f"{results}: {problem} (a results folder, as the workflow writes it)")
-    return folder
-
-
-def _out_folder(out: str) -> Path:
-    """``--out``, refused before any work where it cannot be the folder the tables go to: an empty path (which
-    would write into the current folder), or a path that is there and is no folder."""
-    if not out:
-        raise ValueError("--out: empty path (name the folder for the result tables)")
-    folder = Path(out)
-    if not folder.is_dir() and os.path.lexists(folder):
-        raise ValueError(f"--out {out}: {not_a_file(folder) or 'a file'}, not a folder to write the tables into")
-    return folder
-
-
 def _fit(runs_path: str, episodes_path: str | None, out: str, tier: str | None, n_boot: int, seed: int) -> None:
     """``axisrl fit RUNS``; ``tier`` None: ``--tier`` not given (T2, where the table has tiers)."""
-    folder = _out_folder(out)
+    folder = checks.out_folder(out)
     runs = read_table(runs_path)
     episodes = read_table(episodes_path) if episodes_path else None
     from axisrl.laws.data import TableError  # the laws and the report import in seconds: after the files are read
     from axisrl.laws.study import LawSettings, analyse
 
     try:
-        runs = _fit_inputs(runs, episodes, tier)
+        runs = checks.fit_inputs(runs, episodes, tier)
         frames = analyse(runs, episodes, LawSettings(tier=tier or "T2", n_boot=n_boot, seed=seed))
     except TableError as exc:  # a table no fit should read: the file it came from
         raise ValueError(f"{episodes_path if exc.table == 'episodes' else runs_path}: {exc}") from None
-    except FlagError as exc:
+    except checks.FlagError as exc:
         flag = f"--episodes {episodes_path}" if exc.flag == "--episodes" else exc.flag
         raise ValueError(f"{flag}: {runs_path}: {exc}") from None
     except (pl.exceptions.PolarsError, KeyError, IndexError, TypeError, ValueError, ArithmeticError) as exc:
@@ -116,65 +96,6 @@ def _fit(runs_path: str, episodes_path: str | None, out: str, tier: str | None, 
     print(f"wrote {len(frames)} tables and fig2 to {folder}")
 
 
-class FlagError(ValueError):
-    """A flag that does not apply to the table given (``flag``: the flag, as typed)."""
-
-    def __init__(self, flag: str, problem: str) -> None:
-        super().__init__(problem)
-        self.flag = flag
-
-
-def _fit_inputs(runs: pl.DataFrame, episodes: pl.DataFrame | None, tier: str | None) -> pl.DataFrame:
-    """The runs table ``analyse`` is given, refused (``TableError``, ``FlagError``) where a fit would fail deep
-    inside or answer something other than what was asked: no rows; no run that did not fail; ``--tier`` on a
-    table whose counts have no tiers (it would be ignored); ``--episodes`` whose ``success`` is not a number in
-    [0, 1], or that no table of these runs reads (they would be ignored). Numbers stored as text are read as
-    numbers (``check_runs`` has checked them)."""
-    from axisrl.laws.data import (
-        AMOUNT_COLUMNS,
-        TableError,
-        check_episodes,
-        check_runs,
-        count_columns,
-        numbers,
-        usable_runs,
-    )
-    from axisrl.laws.tables import in_families
-
-    if runs.height == 0:
-        raise TableError("runs", "no rows, only a header (one row per run)")
-    if tier is not None and {"successes", "trials"} <= set(runs.columns):
-        raise FlagError(
-            f"--tier {tier}",
-            "the table counts successes/trials, which have no tiers (p_<tier>/n_<tier> columns do): drop --tier",
-        )
-    check_runs(runs, tier or "T2")
-    if "seed" in runs.columns:  # which runs are repeats of a design: a whole number where a run is measured
-        measured = runs.with_row_index("row", offset=1)
-        if "status" in measured.columns:
-            measured = measured.filter(pl.col("status") == "ok")
-        numbers(measured, "seed", -(2**63), whole=True, maximum=2**63 - 1)
-    successes, trials = count_columns(runs, tier or "T2")
-    text = [c for c in (*AMOUNT_COLUMNS, successes, trials, "seed") if c in runs.columns and runs[c].dtype == pl.String]
-    runs = runs.with_columns(pl.col(c).str.strip_chars().cast(pl.Float64, strict=False) for c in text)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the failed runs are counted in the fit's own warnings
-        usable, failed = usable_runs(runs, tier or "T2")
-    if usable.height == 0:
-        raise TableError("runs", f"no run to fit: all {failed.height} failed (a status other than 'ok', or no trials)")
-    if episodes is not None:
-        check_episodes(episodes)
-        numbers(episodes.with_row_index("row", offset=1), "success", 0, whole=False, maximum=1, table="episodes")
-        listed = "families" in runs.columns and isinstance(runs["families"].dtype, pl.List)
-        if not (listed and in_families(runs, "worlds_variants").height):
-            raise FlagError(
-                "--episodes",
-                "only Table 8 reads episodes (its task-level bootstrap), and the table has no runs of its "
-                "family (worlds_variants, in a families column): drop --episodes",
-            )
-    return runs
-
-
 def _write_frames(frames: dict[str, pl.DataFrame], folder: Path) -> Path:
     """Each frame as Parquet, with its Markdown and CSV tables, into ``folder`` (made if need be)."""
     from axisrl.report.tables import write_table
@@ -188,7 +109,7 @@ def _write_frames(frames: dict[str, pl.DataFrame], folder: Path) -> Path:
 
 def _fit_curves(curves_path: str, out: str, n_boot: int, seed: int) -> None:
     """``axisrl fit --curves FILE``: the saturating fits of a user's learning curves (``axisrl.laws.curves``)."""
-    folder = _out_folder(out)
+    folder = checks.out_folder(out)
     table = read_table(curves_path)
     from axisrl.laws.curve_laws import curve_study, curves_from_table
 
@@ -244,36 +165,6 @@ def _newest_law() -> Path:
     return next(path for created, path in dated if created == newest)
 
 
-def _law_columns(frame: pl.DataFrame, path: Path) -> pl.DataFrame:
-    """A recipe ``law.parquet`` as ``law_from_frame`` reads it, refused naming the column where it is not: a
-    column missing, or not numbers (text, say); no rows; an empty cell where the law needs a number (the fit's
-    ``E`` and centre, and each fitted axis's amplitude, exponent and range; ``m_star``/``k_star`` may be empty)."""
-    from axisrl.recipe import RECIPE_AXES
-
-    if not any(c.startswith(("alpha_", "A_", "centre_")) for c in frame.columns):
-        return frame  # another recipe artifact (cost.parquet, say): _recipe says which
-    if frame.height == 0:
-        raise ValueError(f"{path}: a law with no rows (the fit is draw -1)")
-    per_axis = ("A", "alpha", "lo", "hi", "centre")
-    needed = ["draw", "E", "m_star", "k_star", *(f"{name}_{a}" for a in RECIPE_AXES for name in per_axis)]
-    for column in needed:
-        if column not in frame.columns:
-            raise ValueError(f"{path}: no column {column} (a law.parquet as the recipe stage writes it)")
-        values = frame[column].drop_nulls()  # a column of empty cells (m_star unfitted) is no number, and no text
-        if not (values.dtype.is_numeric() or values.is_empty()):
-            raise ValueError(f"{path}: column {column} must hold numbers, got {values.dtype} ({values[0]!r}, ...)")
-    fitted = [a for a in RECIPE_AXES if frame.sort("draw")[f"alpha_{a}"][0] is not None]
-    required = ["draw", "E", *(f"centre_{a}" for a in RECIPE_AXES)]
-    required += [f"{name}_{a}" for a in fitted for name in ("A", "alpha", "lo", "hi")]
-    for column in required:
-        finite = pl.col(column).cast(pl.Float64).is_finite().fill_null(False)
-        bad = frame.with_row_index("row", offset=1).filter(~finite)
-        if bad.height:
-            row = bad.row(0, named=True)
-            raise ValueError(f"{path}: column {column}, row {row['row']}: must be a finite number, got {row[column]}")
-    return frame
-
-
 def _cost_model(cost_path: Path, domain: str | None) -> tuple[str, CostModel]:
     """The cost model of ``domain`` (default: the only one) from a recipe ``cost.parquet``."""
     from axisrl.recipe import CostModel
@@ -308,7 +199,7 @@ def _recipe(budget: float, domain: str | None, law_path: str | None, starts: int
     from axisrl.recipe.fitted import law_from_frame
 
     path = Path(law_path) if law_path else _newest_law()
-    frame = _law_columns(read_artifact(path, "recipe"), path)
+    frame = checks.law_columns(read_artifact(path, "recipe"), path)
     try:
         law, draws, ranges, fixed = law_from_frame(frame)
     except (KeyError, IndexError, pl.exceptions.ColumnNotFoundError) as exc:  # cost.parquet, say
@@ -379,95 +270,6 @@ def _recipe(budget: float, domain: str | None, law_path: str | None, starts: int
         print(f"axisrl: warning: the solver did not confirm the optimum: {allocation.status}", file=sys.stderr)
 
 
-def _whole(text: str, low: int, high: float = math.inf) -> int:
-    """``text`` as a whole number in [``low``, ``high``]; otherwise argparse's error names the flag and this
-    says what it takes (argparse's own, ``invalid _count value``, names a function of this module)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a whole number, got {text!r}") from None
-    if value < low:
-        raise argparse.ArgumentTypeError(f"must be {'at least 1' if low == 1 else f'{low} or more'}, got {value}")
-    if value > high:
-        raise argparse.ArgumentTypeError(f"must be at most {high}, got {value}")
-    return value
-
-
-def _positive_int(text: str) -> int:
-    return _whole(text, 1)
-
-
-def _count(text: str) -> int:
-    return _whole(text, 0)
-
-
-def _seed(text: str) -> int:
-    """A random seed numpy and polars both take (0 to 2**32 - 1)."""
-    return _whole(text, 0, 2**32 - 1)
-
-
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"must be a positive number, got {text}")
-    return value
-
-
-def _targets(texts: list[str]) -> dict[str, float]:
-    """``--target alpha=0.05`` -> {"alpha": 0.05}, for the quantities the planner predicts."""
-    from axisrl.planner import QUANTITIES
-
-    targets = {}
-    for text in texts:
-        quantity, _, value = text.partition("=")
-        try:
-            width = _positive_float(value)
-        except (ValueError, argparse.ArgumentTypeError):
-            width = None
-        if quantity not in QUANTITIES or width is None:
-            raise ValueError(
-                f"--target {text!r}: expected QUANTITY=HALF_WIDTH with QUANTITY one of {QUANTITIES} "
-                "and HALF_WIDTH a positive number"
-            )
-        targets[quantity] = width
-    return targets
-
-
-def _study_config(configs: list[str]) -> tuple[dict, frozenset[str]]:
-    """The study ``configs`` name (overlays on config/config.yaml), refused where Snakemake refuses
-    it, by the same code (the schema: ``load_config``; the study's designs: ``stages.registry.train_keys``),
-    and its train keys."""
-    from axisrl.config import ConfigError, load_config, load_yaml
-
-    base, schema = Path("config/config.yaml"), Path("config/schema.yaml")
-    missing = [str(path) for path in (base, schema) if not path.is_file()]
-    if missing:
-        raise ValueError(
-            f"no {' or '.join(missing)} in {Path.cwd()}: axisrl power reads the workflow's config, "
-            "so run it in the workflow's folder"
-        )
-    for config in configs:  # a folder, a link loop, ...: said in words, naming the file (YAML's error would not)
-        problem = not_a_file(Path(config))
-        if problem and problem != "no such file":
-            raise ValueError(f"{config}: {problem}")
-        try:
-            if problem is None:
-                Path(config).read_text(encoding="utf-8")
-        except UnicodeDecodeError as exc:
-            raise ValueError(f"{config}: not a YAML file (byte {exc.start} is not UTF-8 text)") from None
-    paths = [base, *(Path(c) for c in configs if Path(c).resolve() != base.resolve())]
-    config = load_config(*paths, schema_path=schema)
-    from axisrl.stages.registry import train_keys  # after the files are read: a mistyped one is named in a second
-
-    try:
-        return config, train_keys(config, load_yaml(schema))
-    except ConfigError as error:
-        raise ConfigError(f"{' + '.join(map(str, paths))}: {error}") from None
-
-
 def _cell(value: object) -> str:
     """A power-table cell: half-widths, probabilities and costs, read on the scale of a success rate, so a
     floating-point residue (``4.7e-17``) prints as 0."""
@@ -486,12 +288,12 @@ def _power(
     adaptive: bool = False,
 ) -> None:
     frame = read_artifact(noise, "laws") if noise else None
-    folder = _results_folder(results) if results is not None else Path("results")
-    config, keys = _study_config(configs)
+    folder = checks.results_folder(results) if results is not None else Path("results")
+    config, keys = checks.study_config(configs)
     from axisrl.planner import candidates, design_of, plan
     from axisrl.report.compact import markdown, number
 
-    wanted = _targets(targets)
+    wanted = checks.targets(targets)
     searching = bool(wanted) or budget is not None
     if searching and not candidates(design_of(config), (2,)):  # the search's own list of designs, empty
         flag = f"--budget {budget:g}" if budget is not None else f"--target {targets[0]}"
@@ -614,7 +416,9 @@ def main(argv: list[str] | None = None) -> int:
     commands = parser.add_subparsers(dest="command")  # required: below, after an unknown flag is named
     show = commands.add_parser("show", help="print an artifact's schema, row count, head and config")
     show.add_argument("path")
-    show.add_argument("-n", "--rows", type=_count, default=5, help="rows of the head to print (default 5)")
+    show.add_argument(
+        "-n", "--rows", type=checks.nonnegative_int, default=5, help="rows of the head to print (default 5)"
+    )
     listing = commands.add_parser("catalog", help="list the artifacts under a results folder")
     listing.add_argument("results", nargs="?", default="results")
     fit = commands.add_parser("fit", help="fit scaling laws to a runs table (Parquet or CSV) and plot them")
@@ -636,12 +440,12 @@ def main(argv: list[str] | None = None) -> int:
         "--episodes", help="optional per-episode rows (run_key, task_id, tier, success) for the task-level bootstrap"
     )
     fit.add_argument("--tier", help="held-out tier to fit when runs carry p_<tier>/n_<tier> (default T2)")
-    fit.add_argument("--n-boot", type=_positive_int, default=2000, help="bootstrap resamples (default 2000)")
-    fit.add_argument("--seed", type=_seed, default=0, help="the bootstrap's random seed (default 0)")
+    fit.add_argument("--n-boot", type=checks.positive_int, default=2000, help="bootstrap resamples (default 2000)")
+    fit.add_argument("--seed", type=checks.seed, default=0, help="the bootstrap's random seed (default 0)")
     recipe = commands.add_parser("recipe", help="the compute-optimal design at a budget, from a fitted recipe law")
     recipe.add_argument(
         "--budget",
-        type=_positive_float,
+        type=checks.positive_float,
         required=True,
         help="the budget C in the cost model's currency (e.g. 3.4e10 FLOPs)",
     )
@@ -651,7 +455,7 @@ def main(argv: list[str] | None = None) -> int:
         help="a recipe law.parquet (default: the newest results/recipe/*/law.parquet "
         "here); cost.parquet is read from the same folder",
     )
-    recipe.add_argument("--starts", type=_positive_int, default=10, help="solver starts (default 10)")
+    recipe.add_argument("--starts", type=checks.positive_int, default=10, help="solver starts (default 10)")
     power = commands.add_parser("power", help="a study design's expected interval half-widths and cost, by simulation")
     power.add_argument(
         "config",
@@ -665,7 +469,7 @@ def main(argv: list[str] | None = None) -> int:
         "(default: results; without jobs of this study, a stated cost model)",
     )
     power.add_argument(
-        "--budget", type=_positive_float, help="search other designs: the best whose cost is at most this"
+        "--budget", type=checks.positive_float, help="search other designs: the best whose cost is at most this"
     )
     power.add_argument(
         "--target",
@@ -675,7 +479,7 @@ def main(argv: list[str] | None = None) -> int:
         help="search other designs: the cheapest whose largest expected half-width of QUANTITY "
         "(alpha, trend, alpha_diff) is at most HALF_WIDTH (repeatable)",
     )
-    power.add_argument("--sims", type=_positive_int, default=200, help="simulated studies (default 200)")
+    power.add_argument("--sims", type=checks.positive_int, default=200, help="simulated studies (default 200)")
     power.add_argument(
         "--adaptive",
         action="store_true",
@@ -717,24 +521,12 @@ def main(argv: list[str] | None = None) -> int:
         elif isinstance(exc, OSError):
             message = f"{exc.filename}: {first_line(exc)}" if exc.filename is not None else first_line(exc)
         else:
-            message = f"{_inputs(args)}: cannot be read as axisrl {args.command} reads it ({first_line(exc)})"
+            message = (
+                f"{checks.given_inputs(args)}: cannot be read as axisrl {args.command} reads it ({first_line(exc)})"
+            )
         print(f"axisrl: error: {_one_line(message)}", file=sys.stderr)
         return 2
     return 0
-
-
-def _inputs(args: argparse.Namespace) -> str:
-    """The files (or target) the command read, as given: what an error none of the checks foresaw names."""
-    given = {
-        "show": [args.path] if args.command == "show" else [],
-        "catalog": [getattr(args, "results", None)],
-        "fit": [getattr(args, "runs", None), getattr(args, "curves", None), getattr(args, "episodes", None)],
-        "recipe": [getattr(args, "law", None) or "results/recipe"],
-        "power": [*getattr(args, "config", []), getattr(args, "noise", None), getattr(args, "results", None)],
-        "where": [getattr(args, "target", None)],
-        "model": [getattr(args, "directory", None)],
-    }[args.command]
-    return " or ".join(str(part) for part in given if part is not None) or f"axisrl {args.command}"
 
 
 def _run(args: argparse.Namespace) -> None:
