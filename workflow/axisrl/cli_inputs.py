@@ -19,8 +19,9 @@ def results_folder(results: str) -> Path:
     """``results`` as a folder, or an error that says it is none (a mistyped path would list nothing)."""
     folder = Path(results)
     if not folder.is_dir():
-        problem = {None: "not a folder", "no such file": "no such folder"}.get(problem := not_a_file(folder), problem)
-        raise ValueError(f"{results}: {problem} (a results folder, as the workflow writes it)")
+        problem = not_a_file(folder)  # None: a readable file
+        reason = {None: "not a folder", "no such file": "no such folder"}.get(problem, problem)
+        raise ValueError(f"{results}: {reason} (a results folder, as the workflow writes it)")
     return folder
 
 

@@ -98,6 +98,16 @@ def bounds_scale(*bounds: float | None) -> float | None:
     return None if is_residue(size) else size
 
 
+def fixed_interval(value: float, lo: float | None, hi: float | None, places: int, scale: float | None = None) -> str:
+    """``value [lo, hi]``, each ``fixed`` to ``places`` decimals at ``scale`` (by default the interval's own,
+    ``bounds_scale``), as figure legends and the domains table write an estimate; the value alone where a
+    bound is missing (None or NaN)."""
+    scale = bounds_scale(lo, hi) if scale is None else scale
+    if lo is None or hi is None or math.isnan(lo) or math.isnan(hi):
+        return fixed(value, places, scale)
+    return f"{fixed(value, places, scale)} [{fixed(lo, places, scale)}, {fixed(hi, places, scale)}]"
+
+
 def p_value(value: float | None) -> str:
     """A p-value's cell: ``number``, or ``not defined`` where it is null (no variance to test)."""
     return NOT_DEFINED if value is None or math.isnan(value) else number(value)

@@ -13,7 +13,7 @@ import polars as pl
 
 from axisrl.plan import AXES
 from axisrl.recipe.study import DRIVERS as TABLE18_DRIVERS
-from axisrl.report.compact import SUCCESS_SCALE, bounds_scale, fixed, number
+from axisrl.report.compact import SUCCESS_SCALE, fixed_interval, number
 
 DRIVERS = (*TABLE18_DRIVERS, "heldout_seconds_per_episode")
 """Table 18's measured cost drivers and the held-out evaluation's seconds per episode."""
@@ -108,12 +108,7 @@ def base_by_domain(runs: Mapping[str, pl.DataFrame]) -> pl.DataFrame:
 
 def _interval(value: float | None, lo: float | None, hi: float | None, scale: float | None = None) -> str:
     """``value [lo, hi]`` to 3 decimals (``fixed``: ``0`` where zero up to rounding at ``scale``)."""
-    if value is None:
-        return "-"
-    if lo is None or hi is None:
-        return fixed(value, 3, scale)
-    scale = bounds_scale(lo, hi) if scale is None else scale  # an exponent of 1e-16 in [-0.2, 0.2] is 0
-    return f"{fixed(value, 3, scale)} [{fixed(lo, 3, scale)}, {fixed(hi, 3, scale)}]"
+    return "-" if value is None else fixed_interval(value, lo, hi, 3, scale)
 
 
 def exponents_markdown(frame: pl.DataFrame) -> pl.DataFrame:

@@ -29,7 +29,7 @@ from matplotlib.ticker import LogFormatter, NullLocator
 
 from axisrl.laws.data import pool_points
 from axisrl.report import style
-from axisrl.report.compact import SUCCESS_SCALE, bounds_scale, fixed, number
+from axisrl.report.compact import SUCCESS_SCALE, bounds_scale, fixed, fixed_interval, number
 from axisrl.report.panels import as_float, placeholder, require_columns
 
 __all__ = [
@@ -79,12 +79,7 @@ def _natural(label: str) -> list:
 
 def _fit_label(fit: dict) -> str:
     """Legend text of one sweep's fit: the log-log slope and its interval where known."""
-    lo, hi = as_float(fit["alpha_lo"]), as_float(fit["alpha_hi"])
-    scale = bounds_scale(lo, hi)  # a slope of 1e-16 in [-0.18, 0.18] is 0
-    text = f"$\\alpha$ = {fixed(fit['alpha'], 2, scale)}"
-    if not (math.isnan(lo) or math.isnan(hi)):
-        text += f" [{fixed(lo, 2, scale)}, {fixed(hi, 2, scale)}]"
-    return text
+    return f"$\\alpha$ = {fixed_interval(fit['alpha'], as_float(fit['alpha_lo']), as_float(fit['alpha_hi']), 2)}"
 
 
 def _shows_floor(fit: dict) -> bool:

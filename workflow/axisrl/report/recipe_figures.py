@@ -20,7 +20,7 @@ import polars as pl
 from matplotlib.lines import Line2D
 
 from axisrl.report import style
-from axisrl.report.compact import bounds_scale, fixed
+from axisrl.report.compact import bounds_scale, fixed, fixed_interval
 from axisrl.report.panels import as_float, placeholder, require_columns, wilson_interval
 
 RECIPE_AXIS_ORDER = ("width", "d_env", "d_task", "d_traj")
@@ -98,13 +98,9 @@ def _slope_label(axis: str, row: dict | None) -> str:
     if row.get("pinned"):
         return f"{axis}: {fixed(row['slope'], 2)} (pinned)"
     lo, hi = as_float(row.get("slope_lo")), as_float(row.get("slope_hi"))
-    scale = bounds_scale(lo, hi)  # an exponent of 1e-16 in [-0.2, 0.2] is 0
-    text = f"{axis}: {fixed(row['slope'], 2, scale)}"
-    if row.get("identified") is False:
-        return text + " (not identified: no effect in the law)"
-    if not (math.isnan(lo) or math.isnan(hi)):
-        text += f" [{fixed(lo, 2, scale)}, {fixed(hi, 2, scale)}]"
-    return text
+    if row.get("identified") is False:  # the value alone, at its interval's scale
+        return f"{axis}: {fixed(row['slope'], 2, bounds_scale(lo, hi))} (not identified: no effect in the law)"
+    return f"{axis}: {fixed_interval(row['slope'], lo, hi, 2)}"
 
 
 def figure5(
